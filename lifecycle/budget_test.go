@@ -1,0 +1,178 @@
+package lifecycle_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/fakeclock"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+func TestBudgetScheduleGrowsAndIsCapped(t *testing.T) {
+	clock := fakeclock.New(time.Unix(0, 0))
+	b := lifecycle.NewBudget(lifecycle.Policy{
+		InitialInterval: 100 * time.Millisecond,
+		MaxInterval:     1 * time.Second,
+		Multiplier:      2,
+		Jitter:          -1, // none: exact schedule
+		MaxAttempts:     8,
+	}, clock)
+	want := []time.Duration{100, 200, 400, 800, 1000, 1000, 1000, 1000}
+	for i, w := range want {
+		got, ok := b.Failed()
+		if !ok {
+			t.Fatalf("attempt %d: budget exhausted early", i+1)
+		}
+		if got != w*time.Millisecond {
+			t.Fatalf("attempt %d: wait %v, want %v", i+1, got, w*time.Millisecond)
+		}
+		clock.Advance(got)
+	}
+	if _, ok := b.Failed(); ok {
+		t.Fatal("attempt 9: budget not exhausted after MaxAttempts=8")
+	}
+}
+
+func TestBudgetJitterStaysInBounds(t *testing.T) {
+	b := lifecycle.NewBudget(lifecycle.Policy{
+		InitialInterval: time.Second, MaxInterval: time.Second, Jitter: 0.5, MaxAttempts: -1,
+	}, fakeclock.New(time.Unix(0, 0)))
+	distinct := map[time.Duration]bool{}
+	for range 200 {
+		got, ok := b.Failed()
+		if !ok {
+			t.Fatal("forever budget exhausted")
+		}
+		if got < 500*time.Millisecond || got > 1500*time.Millisecond {
+			t.Fatalf("wait %v outside [0.5s, 1.5s]", got)
+		}
+		distinct[got] = true
+	}
+	if len(distinct) < 10 {
+		t.Fatalf("jitter produced only %d distinct waits in 200", len(distinct))
+	}
+}
+
+func TestBudgetForever(t *testing.T) {
+	b := lifecycle.NewBudget(lifecycle.Policy{MaxAttempts: -1, Jitter: -1}, fakeclock.New(time.Unix(0, 0)))
+	for i := range 10_000 {
+		if _, ok := b.Failed(); !ok {
+			t.Fatalf("negative MaxAttempts exhausted at attempt %d", i+1)
+		}
+	}
+}
+
+func TestBudgetMaxElapsed(t *testing.T) {
+	clock := fakeclock.New(time.Unix(0, 0))
+	b := lifecycle.NewBudget(lifecycle.Policy{
+		InitialInterval: time.Second, MaxInterval: time.Second, Jitter: -1,
+		MaxAttempts: -1, MaxElapsed: 5 * time.Second,
+	}, clock)
+	// Time spent before the first failure does not count.
+	clock.Advance(time.Hour)
+	n := 0
+	for {
+		wait, ok := b.Failed()
+		if !ok {
+			break
+		}
+		n++
+		clock.Advance(wait)
+		if n > 100 {
+			t.Fatal("MaxElapsed never exhausted the budget")
+		}
+	}
+	if n < 4 || n > 6 {
+		t.Fatalf("got %d attempts within a 5s MaxElapsed at 1s intervals", n)
+	}
+}
+
+func TestBudgetResetsOnlyAfterStablePeriod(t *testing.T) {
+	clock := fakeclock.New(time.Unix(0, 0))
+	p := lifecycle.Policy{MaxAttempts: 3, Jitter: -1, StableAfter: 10 * time.Second}
+	b := lifecycle.NewBudget(p, clock)
+
+	// A server that dies right after every connect spends one budget.
+	for i := range 3 {
+		if _, ok := b.Failed(); !ok {
+			t.Fatalf("exhausted at %d", i)
+		}
+		b.Connected()
+		clock.Advance(time.Second) // shorter than StableAfter
+	}
+	if _, ok := b.Failed(); ok {
+		t.Fatal("flapping server was not cut off: a short-lived success reset the budget")
+	}
+
+	// A connection that stays up for StableAfter gives a fresh budget.
+	b = lifecycle.NewBudget(p, clock)
+	b.Failed()
+	b.Failed()
+	b.Connected()
+	clock.Advance(10 * time.Second)
+	wait, ok := b.Failed()
+	if !ok || b.Attempts() != 1 || wait != lifecycle.DefaultInitialInterval {
+		t.Fatalf("after a stable connection: attempts=%d wait=%v ok=%v, want 1, %v, true",
+			b.Attempts(), wait, ok, lifecycle.DefaultInitialInterval)
+	}
+}
+
+func TestBudgetReset(t *testing.T) {
+	b := lifecycle.NewBudget(lifecycle.Policy{MaxAttempts: 1, Jitter: -1}, nil)
+	b.Failed()
+	if _, ok := b.Failed(); ok {
+		t.Fatal("not exhausted")
+	}
+	b.Reset()
+	if wait, ok := b.Failed(); !ok || wait != lifecycle.DefaultInitialInterval {
+		t.Fatalf("after Reset: %v, %v", wait, ok)
+	}
+}
+
+func TestPolicyDefaultsAndValidate(t *testing.T) {
+	d := lifecycle.Policy{}.WithDefaults()
+	if d.InitialInterval != lifecycle.DefaultInitialInterval || d.MaxAttempts != lifecycle.DefaultMaxAttempts ||
+		d.ProbeInterval != lifecycle.DefaultProbeInterval || d.StableAfter != lifecycle.DefaultStableAfter {
+		t.Fatalf("defaults not applied: %+v", d)
+	}
+	for _, tc := range []struct {
+		p     lifecycle.Policy
+		field string
+	}{
+		{lifecycle.Policy{InitialInterval: -1}, "initialInterval"},
+		{lifecycle.Policy{InitialInterval: 2 * time.Second, MaxInterval: time.Second}, "maxInterval"},
+		{lifecycle.Policy{Multiplier: 0.5}, "multiplier"},
+		{lifecycle.Policy{Jitter: 1}, "jitter"},
+		{lifecycle.Policy{MaxElapsed: -1}, "maxElapsed"},
+	} {
+		err := tc.p.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Validate(%+v) = %v, want an error naming %q", tc.p, err, tc.field)
+		}
+	}
+	if err := (lifecycle.Policy{}).Validate(); err != nil {
+		t.Errorf("zero policy invalid: %v", err)
+	}
+}
+
+func TestHealthIgnoresOtherGenerations(t *testing.T) {
+	var h lifecycle.Health
+	h.Reset(2)
+	now := time.Unix(100, 0)
+	if h.Timeout(1, nil) || h.ConsecutiveTimeouts() != 0 {
+		t.Fatal("a timeout of generation 1 counted against generation 2")
+	}
+	if h.Success(1, now) || !h.LastSuccess().IsZero() {
+		t.Fatal("a success of generation 1 counted for generation 2")
+	}
+	if h.Timeout(2, nil) || h.Timeout(2, nil) {
+		t.Fatal("tripped before the threshold")
+	}
+	if !h.Timeout(2, nil) {
+		t.Fatal("did not trip at the default threshold")
+	}
+	if !h.Success(2, now) || h.ConsecutiveTimeouts() != 0 {
+		t.Fatal("success did not clear the run of timeouts")
+	}
+}
