@@ -1,0 +1,60 @@
+// Package gosdkserver is an MCP server built on the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk) instead of mcp-go, served over
+// stdio by the re-executed test binary. It shows that our transports work
+// with a second, independent server implementation, not only with the
+// library we also use as a client.
+package gosdkserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// EnvServe, when set to any value, makes Main run the server.
+const EnvServe = "MCPFLEET_GOSDKSERVER"
+
+// Invocation is how to start the server: the test binary re-executed with
+// EnvServe set. Env holds only the variables to set on top of the host
+// environment.
+type Invocation struct {
+	Path string
+	Args []string
+	Env  map[string]string
+}
+
+// Command returns the invocation of the Go SDK server.
+func Command() Invocation {
+	// -test.run=^$ makes a binary whose TestMain forgot to call Main run no
+	// test and exit, instead of recursing into the suite.
+	return Invocation{Path: os.Args[0], Args: []string{"-test.run=^$"}, Env: map[string]string{EnvServe: "1"}}
+}
+
+// EchoInput is the argument of the echo tool.
+type EchoInput struct {
+	Text string `json:"text" jsonschema:"the text to return"`
+}
+
+// Main runs the server over stdio and exits if EnvServe is set; otherwise it
+// returns at once. Call it first thing in TestMain.
+func Main() {
+	if _, ok := os.LookupEnv(EnvServe); !ok {
+		return
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcpfleet-gosdkserver", Version: "test"}, nil)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "echo",
+		Description: "Returns its text argument.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(_ context.Context, _ *mcp.CallToolRequest, in EchoInput) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	// Run returns when stdin reaches EOF, which is how a client closes us.
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintf(os.Stderr, "gosdkserver: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}

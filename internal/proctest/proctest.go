@@ -1,0 +1,183 @@
+//go:build linux
+
+// Package proctest checks, from tests, which processes are still around:
+// children and zombies of the test process, and whether a given pid (a
+// grandchild, say) is still alive. It reads /proc, so it is Linux-only.
+//
+// A process's exit produces no event a test could wait on for a pid it does
+// not own, so the waiting helpers poll /proc with a bounded deadline; that is
+// the one place the house rule against sleeping in tests gives way.
+package proctest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// DefaultWait bounds how long NoChildren and WaitDead wait for processes to
+// go away. Teardown in the code under test is itself bounded well below it.
+const DefaultWait = 10 * time.Second
+
+// pollEvery is how often the waiting helpers rescan /proc.
+const pollEvery = 5 * time.Millisecond
+
+// Proc is one process as /proc/<pid>/stat describes it.
+type Proc struct {
+	PID   int
+	PPID  int
+	PGID  int
+	State byte   // 'R', 'S', 'D', 'Z', ...
+	Comm  string // the executable name, truncated by the kernel to 15 bytes
+}
+
+// Zombie reports whether the process has exited but was not reaped.
+func (p Proc) Zombie() bool { return p.State == 'Z' || p.State == 'X' }
+
+func (p Proc) String() string {
+	return fmt.Sprintf("pid=%d ppid=%d pgid=%d state=%c comm=%s", p.PID, p.PPID, p.PGID, p.State, p.Comm)
+}
+
+// Stat reads /proc/<pid>/stat. It returns an error wrapping fs.ErrNotExist
+// when no such process exists (it exited and was reaped).
+func Stat(pid int) (Proc, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Proc{}, err
+	}
+	return parseStat(string(b))
+}
+
+// parseStat parses the stat line. comm is in parentheses and may itself
+// contain spaces and parentheses, so fields are counted from the last ')'.
+func parseStat(s string) (Proc, error) {
+	open := strings.IndexByte(s, '(')
+	closing := strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return Proc{}, fmt.Errorf("proctest: malformed stat %q", s)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(s[:open]))
+	if err != nil {
+		return Proc{}, fmt.Errorf("proctest: malformed pid in stat %q", s)
+	}
+	// After ") ": state ppid pgrp ...
+	f := strings.Fields(s[closing+1:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return Proc{}, fmt.Errorf("proctest: malformed stat %q", s)
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgid, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil {
+		return Proc{}, fmt.Errorf("proctest: malformed stat %q", s)
+	}
+	return Proc{PID: pid, PPID: ppid, PGID: pgid, State: f[0][0], Comm: s[open+1 : closing]}, nil
+}
+
+// Children lists the live children and unreaped zombies of this process.
+func Children() ([]Proc, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var out []Proc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue // not a process directory
+		}
+		p, err := Stat(pid)
+		if err != nil {
+			continue // exited between ReadDir and ReadFile
+		}
+		if p.PPID == self {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Alive reports whether pid names a process that still runs. A zombie counts
+// as dead: it no longer executes anything, and a grandchild's zombie belongs
+// to whoever it was reparented to, not to us.
+func Alive(pid int) bool {
+	p, err := Stat(pid)
+	if err != nil {
+		return false
+	}
+	return !p.Zombie()
+}
+
+// NoChildren fails the test unless, within DefaultWait, this process has no
+// child left, running or zombie. Call it at the end of a test (not from a
+// parallel one: it sees every test's children).
+func NoChildren(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultWait)
+	defer cancel()
+	if err := WaitNoChildren(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WaitNoChildren waits until this process has no child left, running or
+// zombie, or ctx ends; then it returns an error listing what is left.
+func WaitNoChildren(ctx context.Context) error {
+	var left []Proc
+	err := poll(ctx, func() (bool, error) {
+		var err error
+		left, err = Children()
+		return len(left) == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("proctest: children still present: %v (%w)", left, err)
+	}
+	return nil
+}
+
+// WaitDead fails the test unless every pid is dead (gone or a zombie)
+// within DefaultWait.
+func WaitDead(t testing.TB, pids ...int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultWait)
+	defer cancel()
+	var alive []int
+	err := poll(ctx, func() (bool, error) {
+		alive = alive[:0]
+		for _, pid := range pids {
+			if Alive(pid) {
+				alive = append(alive, pid)
+			}
+		}
+		return len(alive) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("proctest: processes still alive: %v (%v)", alive, err)
+	}
+}
+
+// poll calls cond until it reports true, fails, or ctx ends.
+func poll(ctx context.Context, cond func() (bool, error)) error {
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		ok, err := cond()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
