@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -78,6 +79,10 @@ const (
 // ExitAtStartLine is what ModeExitAtStart writes to stderr before exiting.
 const ExitAtStartLine = "faultserver: exiting at start as asked"
 
+// SleepLine starts the stderr line the sleep tool writes when it begins,
+// so a test can tell that a call is in flight on the server.
+const SleepLine = "sleep started"
+
 // Invocation is how to start the fault server: the test binary re-executed
 // with the environment that selects a mode. It is a plain struct so that
 // any transport can use it without this package importing one.
@@ -100,7 +105,7 @@ func (inv Invocation) EnvList() []string {
 // Command returns the invocation of the fault server in the given mode.
 // extraEnv holds KEY=VALUE pairs, for example EnvN+"=3".
 func Command(mode string, extraEnv ...string) Invocation {
-	env := map[string]string{EnvServe: "1", EnvFault: mode}
+	env := map[string]string{EnvServe: "1", EnvFault: mode, "GORACE": NoRaceExitDelay()}
 	for _, kv := range extraEnv {
 		for i := 0; i < len(kv); i++ {
 			if kv[i] == '=' {
@@ -112,6 +117,14 @@ func Command(mode string, extraEnv ...string) Invocation {
 	// -test.run=^$ makes a binary whose TestMain forgot to call Main run no
 	// test and exit, instead of recursing into the suite.
 	return Invocation{Path: os.Args[0], Args: []string{"-test.run=^$"}, Env: env}
+}
+
+// NoRaceExitDelay returns the GORACE value for a re-executed test binary:
+// the host's GORACE plus atexit_sleep_ms=0. A binary built with -race
+// otherwise sleeps a second before exiting, which would make every child
+// look slow to exit on stdin EOF and push Close into its SIGTERM path.
+func NoRaceExitDelay() string {
+	return strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 }
 
 // Main runs the fault server and exits if EnvServe is set; otherwise it
@@ -231,6 +244,8 @@ func newServer(mode string) *server.MCPServer {
 		mcp.WithNumber("ms", mcp.Required()), none),
 		counted(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ms := req.GetFloat("ms", 0)
+			// Tests wait for this line to know the call reached the server.
+			logf("%s ms=%v", SleepLine, ms)
 			t := time.NewTimer(time.Duration(ms * float64(time.Millisecond)))
 			defer t.Stop()
 			select {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,7 +30,11 @@ type Invocation struct {
 func Command() Invocation {
 	// -test.run=^$ makes a binary whose TestMain forgot to call Main run no
 	// test and exit, instead of recursing into the suite.
-	return Invocation{Path: os.Args[0], Args: []string{"-test.run=^$"}, Env: map[string]string{EnvServe: "1"}}
+	return Invocation{Path: os.Args[0], Args: []string{"-test.run=^$"}, Env: map[string]string{
+		EnvServe: "1",
+		// A -race binary sleeps a second at exit unless told not to.
+		"GORACE": strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0"),
+	}}
 }
 
 // EchoInput is the argument of the echo tool.

@@ -1,0 +1,429 @@
+package stdio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// exitDrainWait bounds how long the exit watcher waits, after the process
+// exits, for its pipes to reach EOF. EOF normally arrives at once; it is
+// late only when a process outside the group (one that called setsid)
+// still holds a pipe, and that must not delay Done.
+const exitDrainWait = 100 * time.Millisecond
+
+// Conn is one running server process and the mcp-go transport over its
+// stdin and stdout. It satisfies the client package's Conn interface.
+//
+// The process belongs to the Conn from spawn to reap: it runs in its own
+// process group, a goroutine of ours waits for it (so Done closes as soon
+// as it exits and it never lingers as a zombie), its stderr is drained into
+// a bounded buffer, and Close ends the whole group.
+type Conn struct {
+	spec Spec
+	opts options
+	cmd  *exec.Cmd
+	pid  int
+	tr   *transport.Stdio
+
+	// Our ends of the pipes. stdin's is owned by tr (its Close closes it);
+	// stdout's is read by tr and closed by us once the process is gone.
+	stdout *eofReader
+	stderr *os.File
+
+	ring       *ring
+	stderrDone chan struct{} // closed when drainStderr returns
+
+	done chan struct{} // closed by the exit watcher once the process is reaped
+	err  atomic.Pointer[ExitError]
+
+	// sigMu orders signals against the reap: a group is signalled only
+	// while exited is false, that is while the leader is not yet reaped and
+	// its pid (the group id) cannot have been reused.
+	sigMu  sync.Mutex
+	exited bool // guarded by sigMu
+
+	closing   atomic.Bool   // Close was called; the exit is deliberate
+	closeOnce sync.Once     // starts teardown
+	forceOnce sync.Once     // closes force
+	force     chan struct{} // closed to skip straight to SIGKILL
+	closed    chan struct{} // closed when teardown finished
+	closeErr  error         // written by teardown before closed is closed
+}
+
+// Dial starts the server process that spec describes and returns its Conn.
+// It does not speak MCP: the caller builds an mcp-go client on Transport
+// and runs the handshake, so a server that exits before answering fails
+// there, and Err then explains why.
+//
+// ctx bounds the spawn only. The process outlives it (only Close ends
+// the process), except when ctx ends during Dial itself: then the process
+// is killed and reaped before Dial returns.
+//
+// Dial fails with ErrCommandNotFound, ErrNotExecutable or ErrDirNotFound
+// (each naming the command or directory) when the process cannot start.
+func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("stdio: dial %s: %w", spec.Command, err)
+	}
+	path, err := resolve(spec)
+	if err != nil {
+		return nil, err
+	}
+
+	// Our own pipes rather than exec's StdinPipe/StdoutPipe: exec.Cmd.Wait
+	// closes those, racing with mcp-go still reading the last response, and
+	// with *os.File as the child's stdio exec starts no copying goroutines.
+	var pipes [6]*os.File // stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW
+	for i := 0; i < len(pipes); i += 2 {
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			closeFiles(pipes[:]...)
+			return nil, fmt.Errorf("stdio: dial %s: pipe: %w", spec.Command, err)
+		}
+	}
+	stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
+
+	// Not CommandContext: the process must outlive ctx.
+	cmd := exec.Command(path, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.environ()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	// Its own process group, so that Close can signal the server together
+	// with anything it spawned, and so that a Ctrl-C in the host's
+	// terminal does not reach it behind the host's back.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	err = cmd.Start()
+	// The child has its copies now (or failed); holding ours open would
+	// keep the pipes from ever reaching EOF.
+	closeFiles(stdinR, stdoutW, stderrW)
+	if err != nil {
+		closeFiles(stdinW, stdoutR, stderrR)
+		return nil, startError(spec, path, err)
+	}
+
+	c := &Conn{
+		spec:       spec,
+		opts:       o,
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdout:     newEOFReader(stdoutR),
+		stderr:     stderrR,
+		ring:       newRing(o.stderrLines, o.stderrBytes),
+		stderrDone: make(chan struct{}),
+		done:       make(chan struct{}),
+		force:      make(chan struct{}),
+		closed:     make(chan struct{}),
+	}
+	// mcp-go gets stdout and stdin only. Its stderr argument would be
+	// closed by its Close and is otherwise unused with NewIO; we drain
+	// stderr ourselves into the ring buffer.
+	c.tr = transport.NewIO(c.stdout, stdinW, nil)
+
+	go func() {
+		defer close(c.stderrDone)
+		drainStderr(stderrR, c.ring, o.logger, o.logLevel, c.pid)
+	}()
+	go c.watch()
+
+	if err := ctx.Err(); err != nil {
+		// ctx ended while we were spawning: the caller has given up, so the
+		// process must not survive the failed Dial.
+		c.forceOnce.Do(func() { close(c.force) })
+		_ = c.Close(context.Background())
+		return nil, fmt.Errorf("stdio: dial %s: %w", spec.Command, err)
+	}
+	return c, nil
+}
+
+// Transport returns the mcp-go transport over the process's stdin and
+// stdout. It is not started: the caller starts it exactly once (Start does
+// not spawn anything, the process already runs) and then initializes.
+func (c *Conn) Transport() transport.Interface { return c.tr }
+
+// Done is closed within milliseconds of the process's exit, whether it
+// crashed, was killed from outside or was ended by Close.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns nil while Done is open, then an *ExitError that names the exit
+// status or signal and quotes the last lines of stderr. It matches
+// ErrExited, and ErrClosed too when Close ended the process.
+func (c *Conn) Err() error {
+	if e := c.err.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// PID returns the process id, which is also its process group id.
+func (c *Conn) PID() int { return c.pid }
+
+// Spec returns the Spec the process was started from.
+func (c *Conn) Spec() Spec { return c.spec }
+
+// Stderr returns the most recent lines the process wrote to stderr, oldest
+// first, within the buffer set by WithStderrBuffer: for status displays
+// and for explaining a failed handshake.
+func (c *Conn) Stderr() []string { return c.ring.last(-1) }
+
+// Close ends the process and releases everything the Conn holds:
+//
+//  1. it closes the mcp-go transport, so pending requests fail at once with
+//     transport.ErrTransportClosed, and with it the process's stdin, which
+//     asks a well-behaved server to exit;
+//  2. after the close grace it sends SIGTERM to the process group;
+//  3. after the term timeout it sends SIGKILL to the group;
+//  4. the exit watcher reaps the process; Close closes the remaining pipes.
+//
+// Close returns when that is done, or when ctx ends: then it sends SIGKILL
+// to the group at once and returns an error wrapping ctx.Err(), and the
+// reap still happens in the background. The exit status of a process that
+// Close ended is not an error (it is in Err); Close reports only a failed
+// teardown. It is safe to call more than once and concurrently, and after
+// the process died by itself; every call returns the same result.
+func (c *Conn) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		c.closing.Store(true)
+		go c.teardown()
+	})
+	select {
+	case <-c.closed:
+		return c.closeErr
+	case <-ctx.Done():
+	}
+	c.forceOnce.Do(func() { close(c.force) })
+	select {
+	case <-c.closed:
+		return c.closeErr
+	default:
+		return fmt.Errorf("stdio: close pid %d: %w (sent SIGKILL, reaping in the background)", c.pid, ctx.Err())
+	}
+}
+
+// teardown runs once, on its own goroutine, so that every Close caller can
+// leave when its own ctx ends while the escalation carries on.
+func (c *Conn) teardown() {
+	defer close(c.closed)
+
+	// Closes stdin (our end, which mcp-go owns) and fails pending requests.
+	// Its only possible error is from closing stdin, which is of no
+	// consequence once we are killing the process anyway.
+	_ = c.tr.Close()
+
+	var err error
+	switch {
+	case c.waitExit(c.opts.closeGrace):
+	case c.signal(syscall.SIGTERM) && c.waitExit(c.opts.termTimeout):
+	default:
+		c.signal(syscall.SIGKILL)
+		t := time.NewTimer(c.opts.killTimeout)
+		select {
+		case <-c.done:
+		case <-t.C:
+			err = fmt.Errorf("stdio: close pid %d: still not reaped %v after SIGKILL", c.pid, c.opts.killTimeout)
+		}
+		t.Stop()
+	}
+
+	// The process is gone, but a descendant that left the group may still
+	// hold the write ends. Closing our read ends ends mcp-go's reader and
+	// our stderr drain regardless.
+	c.stdout.Close()
+	_ = c.stderr.Close()
+	<-c.stderrDone
+	c.closeErr = err
+}
+
+// waitExit waits up to d for the process to exit. It returns false on
+// timeout and when a Close caller's ctx ended (force), so the caller
+// escalates.
+func (c *Conn) waitExit(d time.Duration) bool {
+	select {
+	case <-c.done:
+		return true
+	case <-c.force:
+		return false
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return true
+	case <-c.force:
+		return false
+	case <-t.C:
+		return false
+	}
+}
+
+// signal sends sig to the process group unless the leader was already
+// reaped. It always returns true, to chain in teardown's switch.
+func (c *Conn) signal(sig syscall.Signal) bool {
+	c.sigMu.Lock()
+	defer c.sigMu.Unlock()
+	if !c.exited {
+		// ESRCH (all gone) is fine; EPERM cannot happen for our own group.
+		_ = syscall.Kill(-c.pid, sig)
+	}
+	return true
+}
+
+// watch is the exit watcher: it waits for the process, reaps it, records
+// why it ended and closes Done.
+func (c *Conn) watch() {
+	if err := waitExitedNoReap(c.pid); err == nil {
+		// The leader is a zombie, so its group id is still ours. Whatever it
+		// left in the group (helpers, a shell's children) is orphaned and
+		// would keep our pipes open: end it now rather than at Close.
+		c.sigMu.Lock()
+		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+		c.exited = true
+		c.sigMu.Unlock()
+	}
+	_ = c.cmd.Wait() // the status is read from ProcessState below
+	c.sigMu.Lock()
+	c.exited = true
+	c.sigMu.Unlock()
+
+	// Let the drain take in what the process wrote last, so the error can
+	// quote it. Bounded: see exitDrainWait.
+	t := time.NewTimer(exitDrainWait)
+	defer t.Stop()
+	expired := false
+	select {
+	case <-c.stderrDone:
+	case <-t.C:
+		expired = true
+	}
+
+	e := &ExitError{PID: c.pid, Code: -1, Stderr: c.ring.last(errTailLines), Closed: c.closing.Load()}
+	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Signal = ws.Signal()
+	} else {
+		e.Code = c.cmd.ProcessState.ExitCode()
+	}
+	c.err.Store(e)
+	close(c.done)
+
+	// mcp-go notices the death only by EOF on stdout, which a descendant
+	// outside the group can withhold; then pending requests would hang
+	// until Close. After the same bounded wait, close the read end to
+	// force it.
+	if expired {
+		c.stdout.Close()
+		return
+	}
+	select {
+	case <-c.stdout.eof:
+	case <-c.closed:
+	case <-t.C:
+		c.stdout.Close()
+	}
+}
+
+// eofReader is the process's stdout as mcp-go reads it. It records the
+// first read error (EOF, or the pipe closed by us), which tells the exit
+// watcher that mcp-go has seen the end.
+type eofReader struct {
+	f       *os.File
+	eof     chan struct{}
+	eofOnce sync.Once
+}
+
+func newEOFReader(f *os.File) *eofReader {
+	return &eofReader{f: f, eof: make(chan struct{})}
+}
+
+func (r *eofReader) Read(p []byte) (int, error) {
+	n, err := r.f.Read(p)
+	if err != nil {
+		r.eofOnce.Do(func() { close(r.eof) })
+	}
+	return n, err
+}
+
+// Close closes the read end. A concurrent Read returns fs.ErrClosed, which
+// mcp-go treats as the end of the stream. Closing twice is harmless.
+func (r *eofReader) Close() { _ = r.f.Close() }
+
+// resolve finds the executable and checks the working directory, so that
+// the common mistakes get an error naming what is wrong instead of exec's
+// "no such file or directory" for any of them.
+func resolve(spec Spec) (string, error) {
+	if spec.Dir != "" {
+		fi, err := os.Stat(spec.Dir)
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("%w: %q: %w", ErrDirNotFound, spec.Dir, err)
+		case !fi.IsDir():
+			return "", fmt.Errorf("%w: %q is not a directory", ErrDirNotFound, spec.Dir)
+		}
+	}
+	if filepath.Base(spec.Command) == spec.Command {
+		// A bare name: searched in the host's $PATH, as exec.Command does.
+		path, err := exec.LookPath(spec.Command)
+		if err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return "", fmt.Errorf("%w: %q: %w", ErrNotExecutable, spec.Command, err)
+			}
+			return "", fmt.Errorf("%w: %q is not in $PATH", ErrCommandNotFound, spec.Command)
+		}
+		return path, nil
+	}
+	// A path; relative ones are relative to Dir, as for the child.
+	path := spec.Command
+	if !filepath.IsAbs(path) && spec.Dir != "" {
+		path = filepath.Join(spec.Dir, path)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%w: %q does not exist", ErrCommandNotFound, path)
+	case err != nil:
+		return "", fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
+	case fi.IsDir():
+		return "", fmt.Errorf("%w: %q is a directory", ErrNotExecutable, path)
+	case fi.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("%w: %q has no execute permission", ErrNotExecutable, path)
+	}
+	return spec.Command, nil
+}
+
+// startError classifies a failed exec for the cases resolve cannot see:
+// a script whose interpreter is missing, a mount without exec, a file that
+// is neither a binary nor a script.
+func startError(spec Spec, path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %q (or the interpreter its #! line names): %w", ErrCommandNotFound, path, err)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+		return fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
+	}
+	return fmt.Errorf("stdio: start %s: %w", spec, err)
+}
+
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package stdio
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+)
+
+// Sentinel errors, wrapped with %w by Dial and Err so callers can tell the
+// causes apart with errors.Is.
+var (
+	// ErrCommandNotFound: the command is not in $PATH or its path does not
+	// exist.
+	ErrCommandNotFound = errors.New("stdio: command not found")
+	// ErrNotExecutable: the command exists but cannot be executed (no
+	// execute permission, a directory, not a binary or script).
+	ErrNotExecutable = errors.New("stdio: command not executable")
+	// ErrDirNotFound: the working directory does not exist or is not a
+	// directory.
+	ErrDirNotFound = errors.New("stdio: working directory not found")
+	// ErrExited is matched by every error Err returns: the process is gone.
+	ErrExited = errors.New("stdio: process exited")
+	// ErrClosed is matched by Err when the process ended because Close was
+	// called, so a deliberate teardown is not mistaken for a crash.
+	ErrClosed = errors.New("stdio: closed")
+)
+
+// errTailLines and errTailBytes bound the stderr quoted in an ExitError's
+// message; the full recent stderr is in ExitError.Stderr and Conn.Stderr.
+const (
+	errTailLines = 5
+	errTailBytes = 1 << 10
+)
+
+// ExitError is what Err returns once the process is gone: how it ended and
+// what it last wrote to stderr, which is usually the only explanation a
+// crashing server gives.
+type ExitError struct {
+	PID int
+	// Code is the exit status, or -1 if a signal ended the process.
+	Code int
+	// Signal is the signal that ended the process, or 0.
+	Signal syscall.Signal
+	// Stderr holds the last lines the process wrote to stderr, oldest first.
+	Stderr []string
+	// Closed is true when the process ended because Close was called.
+	Closed bool
+}
+
+func (e *ExitError) Error() string {
+	var b strings.Builder
+	if e.Closed {
+		b.WriteString("stdio: closed: ")
+	} else {
+		b.WriteString("stdio: ")
+	}
+	if e.Signal != 0 {
+		fmt.Fprintf(&b, "process killed by signal %s", signalName(e.Signal))
+	} else {
+		fmt.Fprintf(&b, "process exited: exit status %d", e.Code)
+	}
+	if tail := stderrTail(e.Stderr); tail != "" {
+		b.WriteString("; stderr: ")
+		b.WriteString(tail)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrExited) always true and errors.Is(err,
+// ErrClosed) true for a deliberate close.
+func (e *ExitError) Is(target error) bool {
+	return target == ErrExited || (target == ErrClosed && e.Closed)
+}
+
+// stderrTail joins the last few lines, newest kept when over budget.
+func stderrTail(lines []string) string {
+	if len(lines) > errTailLines {
+		lines = lines[len(lines)-errTailLines:]
+	}
+	size := 0
+	first := len(lines)
+	for first > 0 && size+len(lines[first-1]) <= errTailBytes {
+		first--
+		size += len(lines[first])
+	}
+	if first == len(lines) && len(lines) > 0 {
+		// Even the newest line alone is over budget: keep its start.
+		return lines[len(lines)-1][:errTailBytes] + truncatedMark
+	}
+	return strings.Join(lines[first:], " | ")
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+}
+
+// signalName gives the conventional name (SIGKILL) rather than Go's
+// description ("killed"), since that is what people search for.
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}

@@ -1,0 +1,96 @@
+package stdio
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Defaults of the Options.
+const (
+	// DefaultCloseGrace is how long Close waits, after closing the child's
+	// stdin, for it to exit by itself before sending SIGTERM. Well-behaved
+	// stdio servers exit on stdin EOF within milliseconds.
+	DefaultCloseGrace = 2 * time.Second
+	// DefaultTermTimeout is how long Close waits after SIGTERM before
+	// sending SIGKILL.
+	DefaultTermTimeout = 2 * time.Second
+	// DefaultKillTimeout is how long Close waits after SIGKILL for the
+	// kernel to let the child be reaped (it can lag in uninterruptible
+	// sleep) before giving up and leaving the reap to the exit watcher.
+	DefaultKillTimeout = 2 * time.Second
+	// DefaultStderrLines is how many recent stderr lines are kept.
+	DefaultStderrLines = 200
+	// DefaultStderrBytes caps the bytes of the kept stderr lines.
+	DefaultStderrBytes = 32 << 10
+	// MaxStderrLine is the longest stderr line kept; the rest of a longer
+	// line is dropped and the kept part marked as truncated. It bounds the
+	// memory a child can make us hold with a line that never ends.
+	MaxStderrLine = 4 << 10
+)
+
+// Option configures Dial.
+type Option func(*options)
+
+type options struct {
+	closeGrace  time.Duration
+	termTimeout time.Duration
+	killTimeout time.Duration
+	stderrLines int
+	stderrBytes int
+	logger      *slog.Logger
+	logLevel    slog.Level
+}
+
+func defaultOptions() options {
+	return options{
+		closeGrace:  DefaultCloseGrace,
+		termTimeout: DefaultTermTimeout,
+		killTimeout: DefaultKillTimeout,
+		stderrLines: DefaultStderrLines,
+		stderrBytes: DefaultStderrBytes,
+	}
+}
+
+// WithCloseGrace sets how long Close waits after closing stdin before it
+// sends SIGTERM to the process group. Zero sends SIGTERM at once. Defaults
+// to DefaultCloseGrace.
+func WithCloseGrace(d time.Duration) Option {
+	return func(o *options) { o.closeGrace = max(d, 0) }
+}
+
+// WithTermTimeout sets how long Close waits after SIGTERM before it sends
+// SIGKILL to the process group. Defaults to DefaultTermTimeout.
+func WithTermTimeout(d time.Duration) Option {
+	return func(o *options) { o.termTimeout = max(d, 0) }
+}
+
+// WithKillTimeout sets how long Close waits after SIGKILL for the child to
+// be reaped before it returns an error. Defaults to DefaultKillTimeout.
+func WithKillTimeout(d time.Duration) Option {
+	return func(o *options) { o.killTimeout = max(d, 0) }
+}
+
+// WithStderrBuffer sets how many recent stderr lines are kept and how many
+// bytes they may take in total; the oldest go first. Values below 1 keep
+// the default. Defaults to DefaultStderrLines and DefaultStderrBytes.
+func WithStderrBuffer(lines, bytes int) Option {
+	return func(o *options) {
+		if lines > 0 {
+			o.stderrLines = lines
+		}
+		if bytes > 0 {
+			o.stderrBytes = bytes
+		}
+	}
+}
+
+// WithStderrLogger mirrors each stderr line of the child to l at level,
+// with the child's pid. The logger is called from the goroutine that drains
+// the pipe, so a slow handler slows the drain (never stops it for good).
+// By default lines are only kept in the ring buffer.
+func WithStderrLogger(l *slog.Logger, level slog.Level) Option {
+	return func(o *options) {
+		o.logger = l
+		o.logLevel = level
+	}
+}
