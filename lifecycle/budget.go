@@ -71,6 +71,24 @@ func (b *Budget) Failed() (wait time.Duration, ok bool) {
 	return wait, true
 }
 
+// Lost counts the loss of a live connection and returns how long to wait
+// before redialling. A connection that had been stable for StableAfter
+// starts a fresh budget. The first loss of a fresh budget redials at once;
+// later ones back off like failed dials, so a server that dies right after
+// every connect exhausts the budget instead of flapping forever.
+func (b *Budget) Lost() (wait time.Duration, ok bool) {
+	if !b.connectedAt.IsZero() && b.clock.Now().Sub(b.connectedAt) >= b.policy.StableAfter {
+		b.Reset()
+	}
+	b.connectedAt = time.Time{}
+	if b.attempts == 0 {
+		b.bo.Reset()
+		b.attempts++
+		return 0, true
+	}
+	return b.Failed()
+}
+
 // Connected records that a dial succeeded now. The budget is not reset yet:
 // see Failed.
 func (b *Budget) Connected() { b.connectedAt = b.clock.Now() }

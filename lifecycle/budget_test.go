@@ -176,3 +176,33 @@ func TestHealthIgnoresOtherGenerations(t *testing.T) {
 		t.Fatal("success did not clear the run of timeouts")
 	}
 }
+
+func TestBudgetLost(t *testing.T) {
+	clock := fakeclock.New(time.Unix(0, 0))
+	b := lifecycle.NewBudget(lifecycle.Policy{MaxAttempts: 3, Jitter: -1, StableAfter: time.Minute}, clock)
+
+	// The first loss of a fresh budget redials at once.
+	b.Connected()
+	if wait, ok := b.Lost(); !ok || wait != 0 {
+		t.Fatalf("first loss: wait %v ok %v, want 0 true", wait, ok)
+	}
+	// A connection that dies quickly again backs off and counts.
+	b.Connected()
+	clock.Advance(time.Second)
+	if wait, ok := b.Lost(); !ok || wait != lifecycle.DefaultInitialInterval {
+		t.Fatalf("second quick loss: wait %v ok %v", wait, ok)
+	}
+	b.Connected()
+	clock.Advance(time.Second)
+	b.Lost()
+	b.Connected()
+	if _, ok := b.Lost(); ok {
+		t.Fatal("a server that keeps dying right after connecting was never cut off")
+	}
+	// After a stable minute, a loss redials at once with a fresh budget.
+	b.Connected()
+	clock.Advance(time.Minute)
+	if wait, ok := b.Lost(); !ok || wait != 0 || b.Attempts() != 1 {
+		t.Fatalf("loss after a stable period: wait %v ok %v attempts %d", wait, ok, b.Attempts())
+	}
+}

@@ -1,0 +1,296 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// CallOption configures one call.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	timeout time.Duration
+}
+
+// WithCallTimeout bounds this call, overriding the server's spec Timeout.
+func WithCallTimeout(d time.Duration) CallOption {
+	return func(o *callOptions) { o.timeout = d }
+}
+
+// CallTool calls tool on server with args (anything that encodes to a JSON
+// object, or nil).
+//
+// While the server is connecting or reconnecting the call waits for it, up
+// to the ready timeout, then fails with *UnavailableError. A request the
+// server provably never ran (stale session, connection refused) is retried
+// once on the next runtime. A request lost in flight is replayed once only if
+// the tool declares readOnlyHint or idempotentHint; otherwise the error
+// wraps ErrOutcomeUnknown. A result with IsError set is a result, not an
+// error.
+func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	return do(ctx, m, server, opts, func(s *slot) bool { return s.replayable(tool) },
+		func(ctx context.Context, c *mcpclient.Client) (*mcp.CallToolResult, error) {
+			return c.CallTool(ctx, req)
+		})
+}
+
+// Call calls a tool by its qualified name in the View (server + separator +
+// tool, or the short form the View gave it).
+func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
+	t, ok := m.pub.View().Tool(qualifiedTool)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, qualifiedTool)
+	}
+	return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
+}
+
+// GetPrompt gets a prompt from server, rendered with args. Prompts are
+// read-only, so a request lost in flight is replayed once.
+func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[string]string, opts ...CallOption) (*mcp.GetPromptResult, error) {
+	req := mcp.GetPromptRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return do(ctx, m, server, opts, alwaysReplayable,
+		func(ctx context.Context, c *mcpclient.Client) (*mcp.GetPromptResult, error) {
+			return c.GetPrompt(ctx, req)
+		})
+}
+
+// ReadResource reads a resource from server. Reads are replayed once if
+// lost in flight.
+func (m *Manager) ReadResource(ctx context.Context, server, uri string, opts ...CallOption) (*mcp.ReadResourceResult, error) {
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = uri
+	return do(ctx, m, server, opts, alwaysReplayable,
+		func(ctx context.Context, c *mcpclient.Client) (*mcp.ReadResourceResult, error) {
+			return c.ReadResource(ctx, req)
+		})
+}
+
+func alwaysReplayable(*slot) bool { return true }
+
+// do runs one request against a server's current runtime, with the waiting,
+// retry and health rules every request shares.
+func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption,
+	replayable func(*slot) bool, send func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
+	var zero T
+	s, err := m.slot(server)
+	if err != nil {
+		return zero, err
+	}
+	timeout := s.spec.Timeout
+	if len(opts) > 0 {
+		var o callOptions
+		for _, opt := range opts {
+			opt(&o)
+		}
+		if o.timeout > 0 {
+			timeout = o.timeout
+		}
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if s.sem != nil {
+		if err := s.sem.Acquire(ctx, 1); err != nil {
+			return zero, fmt.Errorf("mcpfleet: server %q: waiting for an in-flight slot: %w", server, err)
+		}
+		defer s.sem.Release(1)
+	}
+
+	retried := false
+	for {
+		l, err := s.acquire(ctx)
+		if err != nil {
+			return zero, err
+		}
+		res, err := send(ctx, l.client)
+		l.inflight.Add(-1)
+		l.calls.Done()
+		if err == nil {
+			if l.timedOut.Load() {
+				s.succeeded(l)
+			}
+			return res, nil
+		}
+		switch classify(ctx, l, err) {
+		case outcomeResult:
+			return zero, fmt.Errorf("mcpfleet: server %q: %w", server, err)
+		case outcomeCanceled:
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				s.timedOut(l, err)
+			}
+			return zero, fmt.Errorf("mcpfleet: server %q: %w", server, err)
+		case outcomeNotSent:
+			s.lost(l, err)
+			if !retried {
+				retried = true
+				continue
+			}
+			return zero, fmt.Errorf("mcpfleet: server %q: %w", server, err)
+		default: // outcomeLost
+			s.lost(l, err)
+			if !retried && replayable(s) {
+				retried = true
+				continue
+			}
+			return zero, serverError(ErrOutcomeUnknown, server, err)
+		}
+	}
+}
+
+// acquire returns the current lease with a call registered on it, waiting
+// for Connected up to the ready timeout while the slot is connecting.
+func (s *slot) acquire(ctx context.Context) (*lease, error) {
+	var (
+		timeout <-chan time.Time
+		stop    func() bool
+	)
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		switch s.state {
+		case lifecycle.Connected:
+			l := s.lease
+			select {
+			case <-l.conn.Done():
+				// Known dead but not yet noticed by its watcher: detach it
+				// now rather than send a request into it.
+				s.lostLocked(connLost(l.conn))
+				s.mu.Unlock()
+				s.m.goCloseLease(l, s)
+				continue
+			default:
+			}
+			l.calls.Add(1)
+			l.inflight.Add(1)
+			s.mu.Unlock()
+			return l, nil
+		case lifecycle.Disconnected:
+			s.connectLocked(lifecycle.Connecting, 0, false)
+		case lifecycle.Connecting, lifecycle.Reconnecting:
+		case lifecycle.PermanentlyFailed:
+			err := serverError(ErrPermanentlyFailed, s.name, s.lastErr)
+			s.mu.Unlock()
+			return nil, err
+		case lifecycle.Disabling, lifecycle.Disabled:
+			s.mu.Unlock()
+			return nil, serverError(ErrDisabled, s.name, nil)
+		default:
+			s.mu.Unlock()
+			return nil, serverError(ErrClosed, s.name, nil)
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if timeout == nil {
+			timeout, stop = s.m.opts.clock.NewTimer(s.m.opts.readyTimeout)
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			s.mu.Lock()
+			err := s.unavailableLocked(nil)
+			s.mu.Unlock()
+			return nil, err
+		case <-ctx.Done():
+			s.mu.Lock()
+			err := s.unavailableLocked(ctx.Err())
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+}
+
+// succeeded clears the run of timeouts of l's generation.
+func (s *slot) succeeded(l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.health.Success(l.gen, s.m.opts.clock.Now()) {
+		l.timedOut.Store(false)
+	}
+}
+
+// timedOut counts a timeout against l's generation, and treats the runtime
+// as lost when the run of timeouts reaches the threshold.
+func (s *slot) timedOut(l *lease, err error) {
+	s.mu.Lock()
+	if s.lease != l {
+		s.mu.Unlock()
+		return
+	}
+	l.timedOut.Store(true)
+	if !s.health.Timeout(l.gen, err) {
+		s.mu.Unlock()
+		return
+	}
+	s.lostLocked(fmt.Errorf("%w: %w", ErrTooManyTimeouts, err))
+	s.mu.Unlock()
+	s.m.goCloseLease(l, s)
+}
+
+// replayable reports whether the published catalog declares tool read-only
+// or idempotent, so that a request lost in flight may be sent again.
+func (s *slot) replayable(tool string) bool {
+	c, ok := s.m.pub.View().Catalog(s.name)
+	if !ok {
+		return false
+	}
+	for i := range c.Tools {
+		t := &c.Tools[i]
+		if t.Name != tool {
+			continue
+		}
+		a := t.Annotations
+		return (a.ReadOnlyHint != nil && *a.ReadOnlyHint) || (a.IdempotentHint != nil && *a.IdempotentHint)
+	}
+	return false
+}
+
+type outcome int
+
+const (
+	outcomeResult   outcome = iota // the server answered, with an error: a result
+	outcomeCanceled                // the caller's context ended
+	outcomeNotSent                 // provably never executed: safe to retry
+	outcomeLost                    // the runtime failed with the request in flight
+)
+
+// classify decides what a failed request means for the slot and the caller.
+// The caller's context comes first: mcp-go wraps context errors in
+// *transport.Error as well.
+func classify(ctx context.Context, l *lease, err error) outcome {
+	if ctx.Err() != nil {
+		return outcomeCanceled
+	}
+	if IsStaleSession(err) || errors.Is(err, syscall.ECONNREFUSED) {
+		return outcomeNotSent
+	}
+	var te *transport.Error
+	if errors.As(err, &te) || errors.Is(err, transport.ErrTransportClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return outcomeLost
+	}
+	if connErr(l.conn) != nil {
+		return outcomeLost
+	}
+	return outcomeResult
+}

@@ -1,0 +1,187 @@
+package client
+
+import (
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/snapshot"
+)
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventState: the slot moved From -> To.
+	EventState EventKind = iota
+	// EventRetry: a dial failed and another is scheduled at NextRetry; the
+	// state did not change.
+	EventRetry
+	// EventCatalog: the server's published catalog changed; Diff says how.
+	EventCatalog
+	// EventCloseError: closing a detached runtime failed. Teardown is not a
+	// transaction: the state stays as it is and the budget is not charged.
+	EventCloseError
+	// EventCatalogError: refreshing a list after list_changed failed; the
+	// last good list stays published.
+	EventCatalogError
+)
+
+var eventKindNames = [...]string{"state", "retry", "catalog", "close-error", "catalog-error"}
+
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) {
+		return eventKindNames[k]
+	}
+	return "unknown"
+}
+
+// Event is one thing that happened to a server, in order.
+type Event struct {
+	Seq        uint64 // grows by one per event of this manager
+	Time       time.Time
+	Kind       EventKind
+	Server     string
+	From, To   lifecycle.State // for EventState; both the current state otherwise
+	Generation uint64          // the slot's current (or last) runtime generation
+	Attempt    int             // failed attempts in the current budget
+	NextRetry  time.Time       // when the next dial is due; zero if none
+	Err        error           // the cause, if any
+	Diff       *snapshot.Diff  // for EventCatalog
+	// Dropped counts the events this subscriber lost, because its buffer
+	// was full, just before this one.
+	Dropped uint64
+}
+
+// DefaultEventBuffer is the buffer of a subscription made with a
+// non-positive size.
+const DefaultEventBuffer = 256
+
+// bus queues events and delivers them, in order, from one goroutine, so that
+// nothing a subscriber does can stall a slot. Delivery never blocks: a
+// subscriber whose buffer is full loses the event and learns how many it
+// lost from the Dropped field of the next one it gets.
+type bus struct {
+	mu     sync.Mutex // guards queue, seq, closed
+	queue  []Event
+	seq    uint64
+	closed bool
+	wake   chan struct{} // capacity 1: "the queue is not empty"
+	done   chan struct{} // closed when run returns
+
+	subMu      sync.Mutex // guards subs, subsClosed and every send to a subscriber channel
+	subs       map[*subscriber]struct{}
+	subsClosed bool
+}
+
+type subscriber struct {
+	ch      chan Event
+	dropped uint64
+}
+
+func newBus() *bus {
+	return &bus{wake: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*subscriber]struct{}{}}
+}
+
+// publish queues e. It may be called with a slot's lock held: it only takes
+// the bus's own lock and never blocks.
+func (b *bus) publish(e Event) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.seq++
+	e.Seq = b.seq
+	b.queue = append(b.queue, e)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run delivers queued events until close is called and the queue is empty.
+func (b *bus) run() {
+	defer close(b.done)
+	var batch []Event
+	for range b.wake {
+		b.mu.Lock()
+		batch, b.queue = b.queue, batch[:0]
+		closed := b.closed
+		b.mu.Unlock()
+		b.deliver(batch)
+		clear(batch)
+		if closed {
+			b.mu.Lock()
+			rest := b.queue
+			b.mu.Unlock()
+			b.deliver(rest)
+			b.subMu.Lock()
+			for s := range b.subs {
+				close(s.ch)
+				delete(b.subs, s)
+			}
+			b.subsClosed = true
+			b.subMu.Unlock()
+			return
+		}
+	}
+}
+
+func (b *bus) deliver(events []Event) {
+	if len(events) == 0 {
+		return
+	}
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	for _, e := range events {
+		for s := range b.subs {
+			e.Dropped = s.dropped
+			select {
+			case s.ch <- e:
+				s.dropped = 0
+			default:
+				s.dropped++
+			}
+		}
+	}
+}
+
+func (b *bus) subscribe(buffer int) (<-chan Event, func()) {
+	if buffer <= 0 {
+		buffer = DefaultEventBuffer
+	}
+	s := &subscriber{ch: make(chan Event, buffer)}
+	b.subMu.Lock()
+	if b.subsClosed {
+		close(s.ch)
+	} else {
+		b.subs[s] = struct{}{}
+	}
+	b.subMu.Unlock()
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			b.subMu.Lock()
+			if _, ok := b.subs[s]; ok {
+				delete(b.subs, s)
+				close(s.ch)
+			}
+			b.subMu.Unlock()
+		})
+	}
+}
+
+// close delivers what is queued, closes every subscription and waits for
+// the delivery goroutine to return.
+func (b *bus) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	<-b.done
+}

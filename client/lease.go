@@ -1,0 +1,292 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/snapshot"
+)
+
+// lease is one live runtime: an initialized mcp-go client over a Conn,
+// stamped with the generation it was installed under. A slot holds at most
+// one; once detached, nothing new starts on it and its reports are ignored.
+type lease struct {
+	gen         uint64 // set under the slot's lock when installed; then fixed
+	conn        Conn
+	client      *mcpclient.Client
+	ctx         context.Context // cancelled at detach
+	cancel      context.CancelFunc
+	protocol    string
+	connectedAt time.Time
+	catalog     *snapshot.Catalog // the catalog fetched at dial; sealed at install
+
+	calls    sync.WaitGroup // calls in flight; Disable drains them
+	inflight atomic.Int64
+	timedOut atomic.Bool // a call timed out since the last success
+
+	dirty atomic.Uint32 // lists that list_changed asked to refresh
+	kick  chan struct{} // capacity 1: a refresh is wanted
+}
+
+// The lists a list_changed notification can mark for refresh.
+const (
+	dirtyTools uint32 = 1 << iota
+	dirtyPrompts
+	dirtyResources
+)
+
+// dial makes one connection attempt: the Conn, the MCP handshake, the
+// catalog. A server that accepts server/discover but rejects 2026-07-28 at
+// its first real request is dialled again on the older handshake.
+func (m *Manager) dial(ctx context.Context, s *slot, legacy bool) (*lease, error) {
+	if err := m.dialSem.Acquire(ctx, 1); err != nil {
+		return nil, err
+	}
+	defer m.dialSem.Release(1)
+	ctx, cancel := context.WithTimeout(ctx, m.opts.dialTimeout)
+	defer cancel()
+
+	l, err := m.dialOnce(ctx, s, legacy)
+	if err != nil && !legacy && mcp.IsUnsupportedProtocolVersion(err) && ctx.Err() == nil {
+		m.opts.logger.Info("mcpfleet: server rejected protocol 2026-07-28; using the initialize handshake",
+			"server", s.name)
+		if l, err = m.dialOnce(ctx, s, true); err == nil {
+			s.mu.Lock()
+			s.legacy = true
+			s.mu.Unlock()
+		}
+	}
+	return l, err
+}
+
+func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool) (*lease, error) {
+	conn, err := s.spec.Dialer(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	l := &lease{conn: conn, kick: make(chan struct{}, 1)}
+	l.ctx, l.cancel = context.WithCancel(m.ctx)
+	fail := func(step string, err error) (*lease, error) {
+		l.cancel()
+		// The Conn may know better than the error why the step failed:
+		// the child exited, the stream dropped.
+		if cerr := connErr(conn); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%w)", err, cerr)
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.closeTimeout)
+		defer cancel()
+		_ = conn.Close(cctx)
+		return nil, fmt.Errorf("%s: %w", step, err)
+	}
+
+	var copts []mcpclient.ClientOption
+	if legacy {
+		copts = append(copts, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	}
+	c := mcpclient.NewClient(conn.Transport(), copts...)
+	c.OnNotification(l.onNotification)
+	// The transport keeps its start context for the life of the connection.
+	if err := c.Start(l.ctx); err != nil {
+		return fail("start", err)
+	}
+	init, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: m.opts.clientInfo,
+	}})
+	if err != nil {
+		return fail("initialize", err)
+	}
+	l.client = c
+	l.protocol = init.ProtocolVersion
+	cat := &snapshot.Catalog{
+		Server:       s.name,
+		ServerInfo:   init.ServerInfo,
+		Capabilities: init.Capabilities,
+		Instructions: init.Instructions,
+		FetchedAt:    m.opts.clock.Now(),
+	}
+	if err := fetchLists(ctx, c, init.Capabilities, dirtyTools|dirtyPrompts|dirtyResources, cat); err != nil {
+		return fail("list", err)
+	}
+	l.catalog = cat
+	if hook, ok := conn.(ReadyHook); ok {
+		if err := hook.Ready(ctx, c); err != nil {
+			return fail("ready", err)
+		}
+	}
+	return l, nil
+}
+
+// fetchLists fetches the lists named by which, every page, into cat. A list
+// whose capability the server did not declare is left empty.
+func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabilities, which uint32, cat *snapshot.Catalog) error {
+	if which&dirtyTools != 0 && caps.Tools != nil {
+		r, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			return fmt.Errorf("tools: %w", err)
+		}
+		cat.Tools = r.Tools
+	}
+	if which&dirtyPrompts != 0 && caps.Prompts != nil {
+		r, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		if err != nil {
+			return fmt.Errorf("prompts: %w", err)
+		}
+		cat.Prompts = r.Prompts
+	}
+	if which&dirtyResources != 0 && caps.Resources != nil {
+		r, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+		if err != nil {
+			return fmt.Errorf("resources: %w", err)
+		}
+		cat.Resources = r.Resources
+		t, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+		if err != nil && !errors.Is(err, mcp.ErrMethodNotFound) {
+			return fmt.Errorf("resource templates: %w", err)
+		}
+		if t != nil {
+			cat.ResourceTemplates = t.ResourceTemplates
+		}
+	}
+	return nil
+}
+
+// onNotification runs on the transport's goroutine; it only marks work.
+func (l *lease) onNotification(n mcp.JSONRPCNotification) {
+	var bit uint32
+	switch n.Method {
+	case mcp.MethodNotificationToolsListChanged:
+		bit = dirtyTools
+	case mcp.MethodNotificationPromptsListChanged:
+		bit = dirtyPrompts
+	case mcp.MethodNotificationResourcesListChanged:
+		bit = dirtyResources
+	default:
+		return
+	}
+	l.dirty.Or(bit)
+	select {
+	case l.kick <- struct{}{}:
+	default: // a refresh is already queued; it will see the bit
+	}
+}
+
+// refresh refetches the lists that list_changed marked, and republishes the
+// catalog if l is still the slot's lease. On failure the last good lists
+// stay published and the error is recorded.
+func (s *slot) refresh(l *lease) {
+	which := l.dirty.Swap(0)
+	if which == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, s.m.opts.dialTimeout)
+	defer cancel()
+	var fresh snapshot.Catalog
+	err := fetchLists(ctx, l.client, l.catalog.Capabilities, which, &fresh)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease != l {
+		return
+	}
+	if err != nil {
+		s.catalogErr = err
+		s.emitLocked(Event{Kind: EventCatalogError, Err: err})
+		return
+	}
+	cur, ok := s.m.pub.View().Catalog(s.name)
+	if !ok {
+		return
+	}
+	next := cur
+	if which&dirtyTools != 0 {
+		next = next.WithTools(fresh.Tools)
+	}
+	if which&dirtyPrompts != 0 {
+		next = next.WithPrompts(fresh.Prompts)
+	}
+	if which&dirtyResources != 0 {
+		next = next.WithResources(fresh.Resources).WithResourceTemplates(fresh.ResourceTemplates)
+	}
+	s.catalogErr = nil
+	if d, ok := s.m.pub.Publish(next, s.prefix); ok && !d.Empty() {
+		s.emitLocked(Event{Kind: EventCatalog, Diff: &d})
+	}
+}
+
+// connErr returns the Conn's own account of its death, if it died.
+func connErr(c Conn) error {
+	select {
+	case <-c.Done():
+		if err := c.Err(); err != nil {
+			return err
+		}
+		return errConnDone
+	default:
+		return nil
+	}
+}
+
+var errConnDone = errors.New("connection closed")
+
+// connLost is the cause recorded when a Conn's Done channel closed.
+func connLost(c Conn) error {
+	if err := c.Err(); err != nil {
+		return fmt.Errorf("connection lost: %w", err)
+	}
+	return fmt.Errorf("connection lost: %w", errConnDone)
+}
+
+// closeLease closes a detached runtime, bounded by the close timeout. Close
+// is teardown, not a transaction: its error is reported in an event and
+// changes neither the state nor the budget.
+func (m *Manager) closeLease(l *lease, s *slot) error {
+	l.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.closeTimeout)
+	defer cancel()
+	err := l.conn.Close(ctx)
+	if err != nil {
+		err = fmt.Errorf("close generation %d: %w", l.gen, err)
+		s.mu.Lock()
+		s.emitLocked(Event{Kind: EventCloseError, Err: err})
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// goCloseLease closes a detached runtime in the background, so that the
+// goroutine that noticed the loss (a caller, a watcher) is not held up.
+func (m *Manager) goCloseLease(l *lease, s *slot) {
+	m.wg.Go(func() { m.closeLease(l, s) })
+}
+
+// teardown finishes what stopLocked started: it waits for the abandoned
+// connect loop, lets in-flight calls drain (bounded by ctx and the drain
+// timeout), then closes the runtime.
+func (m *Manager) teardown(ctx context.Context, s *slot, l *lease, r *runner) error {
+	if r != nil {
+		<-r.done // the loop's dial honours its cancelled context
+	}
+	if l == nil {
+		return nil
+	}
+	drained := make(chan struct{})
+	m.wg.Go(func() {
+		l.calls.Wait()
+		close(drained)
+	})
+	timer := time.NewTimer(m.opts.drainTimeout)
+	select {
+	case <-drained:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	timer.Stop()
+	return m.closeLease(l, s)
+}

@@ -1,0 +1,262 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/snapshot"
+)
+
+// Manager keeps many MCP servers usable at once. Each server lives in a
+// stable slot from Add to Remove; the slot's state machine decides what calls
+// do, and its published catalog outlives reconnects. A Manager is safe for
+// concurrent use. Close it to stop every runtime and reap every child.
+type Manager struct {
+	opts    options
+	ctx     context.Context // parent of every runner and lease; cancelled by Close
+	cancel  context.CancelFunc
+	bus     *bus
+	pub     *snapshot.Publisher
+	dialSem *semaphore.Weighted
+
+	mu     sync.RWMutex // guards slots and closed
+	slots  map[string]*slot
+	closed bool
+
+	// wg counts every goroutine the manager starts: runners, watchers,
+	// background closes. Close waits for all of them.
+	wg sync.WaitGroup
+
+	// illegal counts attempted transitions that the table forbids. Each is a
+	// bug; it is logged, not applied, and tests assert the count stays zero.
+	illegal atomic.Int64
+}
+
+// New returns a Manager with no servers.
+func New(opts ...Option) *Manager {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxDials <= 0 {
+		o.maxDials = DefaultMaxConcurrentDials
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		opts:    o,
+		ctx:     ctx,
+		cancel:  cancel,
+		bus:     newBus(),
+		pub:     snapshot.NewPublisher(o.naming),
+		dialSem: semaphore.NewWeighted(int64(o.maxDials)),
+		slots:   map[string]*slot{},
+	}
+	go m.bus.run()
+	return m
+}
+
+// Add adds a server under name and, unless the spec says Disabled or Lazy,
+// starts connecting it. It does not wait for the connection: use WaitFor.
+func (m *Manager) Add(ctx context.Context, name string, spec ServerSpec) error {
+	if name == "" {
+		return fmt.Errorf("mcpfleet: add: server name is empty")
+	}
+	if err := spec.Validate(); err != nil {
+		return fmt.Errorf("mcpfleet: server %q: %w", name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return serverError(ErrClosed, name, nil)
+	}
+	if _, ok := m.slots[name]; ok {
+		return serverError(ErrDuplicateServer, name, nil)
+	}
+	s := newSlot(m, name, spec)
+	m.slots[name] = s
+	s.mu.Lock()
+	s.enableLocked()
+	s.mu.Unlock()
+	return nil
+}
+
+// Remove stops the server, closes its runtime (letting in-flight calls drain
+// for the drain timeout), unpublishes its catalog and forgets it.
+func (m *Manager) Remove(ctx context.Context, name string) error {
+	m.mu.Lock()
+	s, ok := m.slots[name]
+	if ok {
+		delete(m.slots, name)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return serverError(ErrUnknownServer, name, nil)
+	}
+	err := s.shutdown(ctx)
+	m.pub.Forget(name)
+	return err
+}
+
+// Enable switches a disabled server back on and starts connecting it (or,
+// for a lazy server, leaves it Disconnected until the first call). It is a
+// no-op for a server that is enabled.
+func (m *Manager) Enable(ctx context.Context, name string) error {
+	s, err := m.slot(name)
+	if err != nil {
+		return err
+	}
+	return s.enable(ctx)
+}
+
+// Disable switches a server off. It returns once the old runtime is closed:
+// in-flight calls get the drain timeout to finish, then the runtime is
+// closed under them. After Disable returns no call reaches that runtime.
+func (m *Manager) Disable(ctx context.Context, name string) error {
+	s, err := m.slot(name)
+	if err != nil {
+		return err
+	}
+	return s.disable(ctx)
+}
+
+// Reconnect replaces the server's runtime with a new one, with a fresh
+// reconnect budget. It is how a host revives a PermanentlyFailed server.
+// It returns once the reconnect is started; use WaitFor to wait for it.
+func (m *Manager) Reconnect(ctx context.Context, name string) error {
+	s, err := m.slot(name)
+	if err != nil {
+		return err
+	}
+	return s.reconnect(ctx)
+}
+
+// View returns the aggregated catalog of every published server. It never
+// locks and never touches the network.
+func (m *Manager) View() *snapshot.View { return m.pub.View() }
+
+// Subscribe returns a channel of events, in order, and a function that ends
+// the subscription and closes the channel. The manager never waits for a
+// subscriber: when the channel's buffer (DefaultEventBuffer if buffer <= 0)
+// is full, events are dropped for that subscriber alone, and the next event
+// it receives says how many in Dropped. The channel is closed by the cancel
+// function or by Close.
+func (m *Manager) Subscribe(buffer int) (<-chan Event, func()) {
+	return m.bus.subscribe(buffer)
+}
+
+// Status returns a snapshot of one server's state.
+func (m *Manager) Status(name string) (ServerStatus, error) {
+	s, err := m.slot(name)
+	if err != nil {
+		return ServerStatus{}, err
+	}
+	return s.status(), nil
+}
+
+// Statuses returns every server's status, sorted by name.
+func (m *Manager) Statuses() []ServerStatus {
+	m.mu.RLock()
+	slots := make([]*slot, 0, len(m.slots))
+	for _, s := range m.slots {
+		slots = append(slots, s)
+	}
+	m.mu.RUnlock()
+	out := make([]ServerStatus, 0, len(slots))
+	for _, s := range slots {
+		out = append(out, s.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// WaitFor blocks until the server is in state want or ctx ends. It returns
+// an error wrapping ErrClosed if the server is closed while waiting for
+// another state.
+func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State) error {
+	s, err := m.slot(name)
+	if err != nil {
+		return err
+	}
+	for {
+		s.mu.Lock()
+		state, ch := s.state, s.changed
+		s.mu.Unlock()
+		if state == want {
+			return nil
+		}
+		if state == lifecycle.Closed {
+			return serverError(ErrClosed, name, nil)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("mcpfleet: server %q: waiting for %s, still %s: %w", name, want, state, ctx.Err())
+		}
+	}
+}
+
+// Close closes every server's runtime, reaps every child and waits for every
+// goroutine the manager started. It returns the close errors of the
+// runtimes, if any. Calls after Close fail with ErrClosed.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	slots := m.slots
+	m.slots = map[string]*slot{}
+	m.mu.Unlock()
+
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs []error
+	)
+	for name, s := range slots {
+		wg.Go(func() {
+			if err := s.shutdown(context.Background()); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+			m.pub.Forget(name)
+		})
+	}
+	wg.Wait()
+	m.cancel()
+	m.wg.Wait()
+	m.bus.close()
+	return errors.Join(errs...)
+}
+
+func (m *Manager) slot(name string) (*slot, error) {
+	m.mu.RLock()
+	s, ok := m.slots[name]
+	closed := m.closed
+	m.mu.RUnlock()
+	if !ok {
+		if closed {
+			return nil, serverError(ErrClosed, name, nil)
+		}
+		return nil, serverError(ErrUnknownServer, name, nil)
+	}
+	return s, nil
+}
+
+// bug records an attempted illegal transition.
+func (m *Manager) bug(server string, err error) {
+	m.illegal.Add(1)
+	m.opts.logger.Error("mcpfleet: bug: refused an illegal transition", "server", server, "error", err)
+}

@@ -1,0 +1,120 @@
+package client
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/snapshot"
+)
+
+// Defaults of the Manager's options.
+const (
+	// DefaultReadyTimeout is how long a call waits for a connecting or
+	// reconnecting server before it fails with *UnavailableError.
+	DefaultReadyTimeout = 10 * time.Second
+	// DefaultDialTimeout bounds one connection attempt: spawn or connect,
+	// handshake and catalog fetch.
+	DefaultDialTimeout = 30 * time.Second
+	// DefaultDrainTimeout is how long Disable and Remove let in-flight
+	// calls finish before they close the runtime under them.
+	DefaultDrainTimeout = 5 * time.Second
+	// DefaultCloseTimeout bounds the close of one runtime.
+	DefaultCloseTimeout = 10 * time.Second
+	// DefaultMaxConcurrentDials is how many dials (spawns, connects) the
+	// whole manager runs at once.
+	DefaultMaxConcurrentDials = 8
+	// DefaultMaxInFlight is how many calls one server has in flight at once;
+	// more wait for a turn, bounded by their context.
+	DefaultMaxInFlight = 64
+)
+
+// Option configures a Manager.
+type Option func(*options)
+
+type options struct {
+	logger           *slog.Logger
+	policy           lifecycle.Policy
+	clock            lifecycle.Clock
+	readyTimeout     time.Duration
+	dialTimeout      time.Duration
+	drainTimeout     time.Duration
+	closeTimeout     time.Duration
+	maxDials         int
+	maxInFlight      int
+	timeoutThreshold int
+	naming           snapshot.Naming
+	clientInfo       mcp.Implementation
+}
+
+func defaultOptions() options {
+	return options{
+		logger:       slog.New(slog.DiscardHandler),
+		clock:        lifecycle.SystemClock{},
+		readyTimeout: DefaultReadyTimeout,
+		dialTimeout:  DefaultDialTimeout,
+		drainTimeout: DefaultDrainTimeout,
+		closeTimeout: DefaultCloseTimeout,
+		maxDials:     DefaultMaxConcurrentDials,
+		maxInFlight:  DefaultMaxInFlight,
+		clientInfo:   mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"},
+	}
+}
+
+// WithLogger sets the logger. Defaults to discarding everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithPolicy sets the reconnect policy of servers whose spec has none.
+// Defaults to the zero lifecycle.Policy, which is lifecycle's defaults.
+func WithPolicy(p lifecycle.Policy) Option { return func(o *options) { o.policy = p } }
+
+// WithClock sets the clock of every budget and wait. Tests use it to run
+// backoff schedules without waiting. Defaults to the system clock.
+func WithClock(c lifecycle.Clock) Option {
+	return func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
+// WithReadyTimeout sets how long a call waits for a server that is not
+// Connected yet. Defaults to DefaultReadyTimeout.
+func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
+
+// WithDialTimeout bounds one connection attempt. Defaults to DefaultDialTimeout.
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
+
+// WithDrainTimeout sets how long Disable and Remove let in-flight calls
+// finish. Defaults to DefaultDrainTimeout.
+func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drainTimeout = d } }
+
+// WithCloseTimeout bounds the close of one runtime. Defaults to DefaultCloseTimeout.
+func WithCloseTimeout(d time.Duration) Option { return func(o *options) { o.closeTimeout = d } }
+
+// WithMaxConcurrentDials limits concurrent dials across all servers.
+// Defaults to DefaultMaxConcurrentDials.
+func WithMaxConcurrentDials(n int) Option { return func(o *options) { o.maxDials = n } }
+
+// WithMaxInFlight sets the default per-server limit on in-flight calls; a
+// negative value means no limit. Defaults to DefaultMaxInFlight.
+func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+
+// WithTimeoutThreshold sets how many consecutive call timeouts make a
+// connection count as dead. Defaults to lifecycle.DefaultTimeoutThreshold.
+func WithTimeoutThreshold(n int) Option { return func(o *options) { o.timeoutThreshold = n } }
+
+// WithSeparator sets the separator of qualified tool names (server + sep +
+// tool). Defaults to "__".
+func WithSeparator(sep string) Option { return func(o *options) { o.naming.Separator = sep } }
+
+// WithClientInfo sets the name and version the manager gives servers in the
+// handshake. Defaults to "mcpfleet".
+func WithClientInfo(info mcp.Implementation) Option { return func(o *options) { o.clientInfo = info } }

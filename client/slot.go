@@ -1,0 +1,451 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// slot is the stable home of one server from Add to Remove.
+//
+// Every field below mu is guarded by mu. The slot's lock is never held while
+// doing I/O, closing a runtime or delivering an event: those happen after the
+// state they depend on was changed under the lock.
+type slot struct {
+	m      *Manager
+	name   string
+	spec   ServerSpec
+	prefix string
+	sem    *semaphore.Weighted // per-server in-flight limit; nil means none
+
+	mu         sync.Mutex
+	state      lifecycle.State
+	changed    chan struct{} // closed and replaced on every state change
+	gen        uint64        // the last generation issued; only grows
+	lease      *lease        // the live runtime, only while Connected
+	run        *runner       // the connect loop in progress, if any
+	budget     *lifecycle.Budget
+	health     lifecycle.Health
+	lastErr    error
+	catalogErr error
+	nextRetry  time.Time
+	legacy     bool // the server rejected 2026-07-28: dial the older handshake first
+}
+
+// runner is one connect loop: a goroutine that dials until it installs a
+// lease, is cancelled, or the budget runs out. A slot has at most one, which
+// is how concurrent reconnect triggers coalesce.
+type runner struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{} // capacity 1: dial now, skipping the wait
+}
+
+func newSlot(m *Manager, name string, spec ServerSpec) *slot {
+	policy := m.opts.policy
+	if spec.Reconnect != nil {
+		policy = *spec.Reconnect
+	}
+	s := &slot{
+		m:       m,
+		name:    name,
+		spec:    spec,
+		prefix:  spec.ToolPrefix,
+		state:   lifecycle.Disabled, // a slot is born off; enableLocked turns it on
+		changed: make(chan struct{}),
+		budget:  lifecycle.NewBudget(policy, m.opts.clock),
+	}
+	s.health.Threshold = m.opts.timeoutThreshold
+	limit := m.opts.maxInFlight
+	if spec.MaxInFlight != 0 {
+		limit = spec.MaxInFlight
+	}
+	if limit > 0 {
+		s.sem = semaphore.NewWeighted(int64(limit))
+	}
+	return s
+}
+
+// setStateLocked moves the slot to state to and emits the event. A same-state
+// move does nothing; an illegal one is refused and recorded as a bug.
+func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
+	from := s.state
+	if from == to {
+		return true
+	}
+	if err := lifecycle.Check(from, to); err != nil {
+		s.m.bug(s.name, err)
+		return false
+	}
+	s.state = to
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.emitLocked(Event{Kind: EventState, From: from, To: to, Err: cause})
+	if from.Publishes() && !to.Publishes() {
+		if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
+			s.emitLocked(Event{Kind: EventCatalog, Diff: &d})
+		}
+	}
+	return true
+}
+
+// emitLocked stamps e with the slot's current facts and queues it.
+func (s *slot) emitLocked(e Event) {
+	e.Time = s.m.opts.clock.Now()
+	e.Server = s.name
+	if e.Kind != EventState {
+		e.From, e.To = s.state, s.state
+	}
+	e.Generation = s.gen
+	e.Attempt = s.budget.Attempts()
+	e.NextRetry = s.nextRetry
+	s.m.bus.publish(e)
+}
+
+// enableLocked leaves Disabled: for Connecting, or Disconnected if lazy.
+func (s *slot) enableLocked() {
+	s.budget.Reset()
+	s.lastErr = nil
+	if s.spec.Lazy {
+		s.setStateLocked(lifecycle.Disconnected, nil)
+		return
+	}
+	s.connectLocked(lifecycle.Connecting, 0, false)
+}
+
+// connectLocked moves to state to and makes sure a connect loop runs; an
+// existing loop is reused, so concurrent triggers coalesce into one.
+func (s *slot) connectLocked(to lifecycle.State, wait time.Duration, probing bool) {
+	if !s.setStateLocked(to, s.lastErr) {
+		return
+	}
+	if s.run != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.m.ctx)
+	r := &runner{cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	s.run = r
+	if wait > 0 {
+		s.nextRetry = s.m.opts.clock.Now().Add(wait)
+	}
+	s.m.wg.Add(1)
+	go s.connectLoop(ctx, r, wait, probing)
+}
+
+// connectLoop dials until a lease is installed, the loop is cancelled, or the
+// budget is exhausted. In PermanentlyFailed it keeps probing at the policy's
+// slow probe interval, without further state changes until one succeeds.
+func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, probing bool) {
+	defer s.m.wg.Done()
+	defer close(r.done)
+	defer r.cancel()
+	clock := s.m.opts.clock
+	for {
+		if wait > 0 {
+			c, stop := clock.NewTimer(wait)
+			select {
+			case <-c:
+			case <-r.kick:
+				stop()
+			case <-ctx.Done():
+				stop()
+				return
+			}
+		}
+		s.mu.Lock()
+		legacy := s.legacy
+		s.mu.Unlock()
+
+		l, err := s.m.dial(ctx, s, legacy)
+
+		s.mu.Lock()
+		if s.run != r || ctx.Err() != nil {
+			// Abandoned by Disable, Remove, Reconnect or Close while dialling.
+			s.mu.Unlock()
+			if l != nil {
+				s.m.closeLease(l, s)
+			}
+			return
+		}
+		s.nextRetry = time.Time{}
+		if err == nil {
+			s.run = nil
+			s.installLocked(l)
+			s.mu.Unlock()
+			return
+		}
+		s.lastErr = err
+		if !probing {
+			var ok bool
+			wait, ok = s.budget.Failed()
+			if !ok {
+				s.setStateLocked(lifecycle.PermanentlyFailed, err)
+				probing = true
+			}
+		}
+		if probing {
+			wait = s.budget.Policy().ProbeInterval
+			if wait < 0 {
+				s.run = nil
+				s.mu.Unlock()
+				return
+			}
+		}
+		s.nextRetry = clock.Now().Add(wait)
+		s.emitLocked(Event{Kind: EventRetry, Err: err})
+		s.mu.Unlock()
+	}
+}
+
+// installLocked makes l the slot's runtime under the next generation,
+// publishes its catalog and starts its watcher.
+func (s *slot) installLocked(l *lease) {
+	s.gen++
+	l.gen = s.gen
+	s.lease = l
+	s.health.Reset(s.gen)
+	s.budget.Connected()
+	s.lastErr = nil
+	s.catalogErr = nil
+	l.connectedAt = s.m.opts.clock.Now()
+	l.catalog.Generation = s.gen
+	l.catalog.Seal()
+	diff, published := s.m.pub.Publish(l.catalog, s.prefix)
+	s.setStateLocked(lifecycle.Connected, nil)
+	if published && !diff.Empty() {
+		s.emitLocked(Event{Kind: EventCatalog, Diff: &diff})
+	}
+	s.m.wg.Add(1)
+	go s.watch(l)
+}
+
+// watch waits for the lease's connection to die, and runs catalog refreshes
+// asked for by list_changed notifications: one in flight, one queued.
+func (s *slot) watch(l *lease) {
+	defer s.m.wg.Done()
+	for {
+		select {
+		case <-l.conn.Done():
+			s.lost(l, connLost(l.conn))
+			return
+		case <-l.ctx.Done():
+			return
+		case <-l.kick:
+			s.refresh(l)
+		}
+	}
+}
+
+// lost reports that l's runtime is dead. If l is still the slot's lease the
+// slot detaches it, schedules a reconnect and closes it in the background;
+// a report about any older runtime is ignored.
+func (s *slot) lost(l *lease, cause error) {
+	s.mu.Lock()
+	if s.lease != l {
+		s.mu.Unlock()
+		return
+	}
+	s.lostLocked(cause)
+	s.mu.Unlock()
+	s.m.goCloseLease(l, s)
+}
+
+// lostLocked detaches the current lease (the caller closes it) and starts
+// the reconnect under the budget.
+func (s *slot) lostLocked(cause error) {
+	s.detachLocked()
+	s.lastErr = cause
+	wait, ok := s.budget.Lost()
+	if ok {
+		s.connectLocked(lifecycle.Reconnecting, wait, false)
+		return
+	}
+	// Connected has no edge to PermanentlyFailed: the loss is reported first.
+	s.setStateLocked(lifecycle.Reconnecting, cause)
+	s.setStateLocked(lifecycle.PermanentlyFailed, cause)
+	if probe := s.budget.Policy().ProbeInterval; probe > 0 {
+		s.connectLocked(lifecycle.PermanentlyFailed, probe, true)
+	}
+}
+
+// detachLocked takes the lease out of the slot so that no new call can start
+// on it, and cancels its context. The caller closes it after unlocking.
+func (s *slot) detachLocked() *lease {
+	l := s.lease
+	if l != nil {
+		s.lease = nil
+		l.cancel()
+	}
+	return l
+}
+
+// stopLocked cancels the connect loop and detaches the lease, moving to
+// state to (Disabling or Closed).
+func (s *slot) stopLocked(to lifecycle.State) (*lease, *runner) {
+	r := s.run
+	if r != nil {
+		s.run = nil
+		r.cancel()
+	}
+	l := s.detachLocked()
+	s.nextRetry = time.Time{}
+	s.setStateLocked(to, nil)
+	return l, r
+}
+
+// waitSettledLocked waits, releasing the lock, while another Disable is
+// closing the runtime. It returns with the lock held.
+func (s *slot) waitSettledLocked(ctx context.Context) error {
+	for s.state == lifecycle.Disabling {
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			s.mu.Lock()
+			return ctx.Err()
+		}
+		s.mu.Lock()
+	}
+	return nil
+}
+
+func (s *slot) disable(ctx context.Context) error {
+	s.mu.Lock()
+	if err := s.waitSettledLocked(ctx); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	switch s.state {
+	case lifecycle.Disabled:
+		s.mu.Unlock()
+		return nil
+	case lifecycle.Closed:
+		s.mu.Unlock()
+		return serverError(ErrClosed, s.name, nil)
+	}
+	l, r := s.stopLocked(lifecycle.Disabling)
+	s.mu.Unlock()
+
+	s.m.teardown(ctx, s, l, r)
+
+	s.mu.Lock()
+	if s.state == lifecycle.Disabling {
+		s.setStateLocked(lifecycle.Disabled, nil)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *slot) enable(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.waitSettledLocked(ctx); err != nil {
+		return err
+	}
+	switch s.state {
+	case lifecycle.Closed:
+		return serverError(ErrClosed, s.name, nil)
+	case lifecycle.Disabled:
+		s.enableLocked()
+	}
+	return nil
+}
+
+func (s *slot) reconnect(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	var old *lease
+	switch s.state {
+	case lifecycle.Closed:
+		s.mu.Unlock()
+		return serverError(ErrClosed, s.name, nil)
+	case lifecycle.Disabled, lifecycle.Disabling:
+		s.mu.Unlock()
+		return serverError(ErrDisabled, s.name, nil)
+	case lifecycle.Connected:
+		old = s.detachLocked()
+		s.budget.Reset()
+		s.connectLocked(lifecycle.Reconnecting, 0, false)
+	case lifecycle.PermanentlyFailed:
+		if r := s.run; r != nil { // the slow probe
+			s.run = nil
+			r.cancel()
+		}
+		s.budget.Reset()
+		s.connectLocked(lifecycle.Reconnecting, 0, false)
+	case lifecycle.Connecting, lifecycle.Reconnecting:
+		s.budget.Reset()
+		if s.run != nil {
+			select {
+			case s.run.kick <- struct{}{}:
+			default:
+			}
+		}
+	case lifecycle.Disconnected:
+		s.connectLocked(lifecycle.Connecting, 0, false)
+	}
+	s.mu.Unlock()
+	if old != nil {
+		s.m.goCloseLease(old, s)
+	}
+	return nil
+}
+
+// shutdown moves the slot to Closed and closes its runtime; it is how Remove
+// and Close end a slot.
+func (s *slot) shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state == lifecycle.Closed {
+		s.mu.Unlock()
+		return nil
+	}
+	l, r := s.stopLocked(lifecycle.Closed)
+	s.mu.Unlock()
+	return s.m.teardown(ctx, s, l, r)
+}
+
+func (s *slot) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ServerStatus{
+		Name:         s.name,
+		State:        s.state,
+		Generation:   s.gen,
+		Attempt:      s.budget.Attempts(),
+		NextRetry:    s.nextRetry,
+		LastError:    s.lastErr,
+		CatalogError: s.catalogErr,
+	}
+	if l := s.lease; l != nil {
+		st.ConnectedAt = l.connectedAt
+		st.InFlight = l.inflight.Load()
+		st.Protocol = l.protocol
+	}
+	if c, ok := s.m.pub.View().Catalog(s.name); ok {
+		st.Tools = len(c.Tools)
+		st.ServerInfo = c.ServerInfo
+	}
+	return st
+}
+
+// unavailableLocked builds the error of a call that gave up waiting.
+func (s *slot) unavailableLocked(cause error) *UnavailableError {
+	if cause == nil {
+		cause = s.lastErr
+	}
+	return &UnavailableError{
+		Server:     s.name,
+		State:      s.state,
+		Generation: s.gen,
+		Attempt:    s.budget.Attempts(),
+		NextRetry:  s.nextRetry,
+		Cause:      cause,
+	}
+}

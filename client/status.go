@@ -1,0 +1,27 @@
+package client
+
+import (
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// ServerStatus is a plain snapshot of one server, safe to keep and print.
+type ServerStatus struct {
+	Name       string
+	State      lifecycle.State
+	Generation uint64    // the current or last runtime generation; 0 if never connected
+	Attempt    int       // failed attempts in the current reconnect budget
+	NextRetry  time.Time // when the next dial is due; zero if none is scheduled
+	LastError  error     // the last dial failure or loss; nil after a successful connect
+	// CatalogError is the last failed catalog refresh of this generation;
+	// the last good catalog stayed published.
+	CatalogError error
+	ConnectedAt  time.Time // when the current runtime connected; zero if none
+	InFlight     int64     // calls in flight on the current runtime
+	Tools        int       // tools in the published catalog
+	ServerInfo   mcp.Implementation
+	// Protocol is the MCP protocol version the current runtime speaks.
+	Protocol string
+}
