@@ -1,0 +1,198 @@
+package httpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/npmtest"
+)
+
+// Everything modes: the transports @modelcontextprotocol/server-everything
+// serves over HTTP.
+const (
+	// EverythingStreamable serves Streamable HTTP at /mcp.
+	EverythingStreamable = "streamableHttp"
+	// EverythingSSE serves the legacy HTTP+SSE transport at /sse.
+	EverythingSSE = "sse"
+)
+
+// everythingStartTimeout bounds how long a start waits for the server to
+// say it listens.
+const everythingStartTimeout = 30 * time.Second
+
+// Everything runs the TypeScript reference server
+// @modelcontextprotocol/server-everything from the pinned npm install, in
+// its own process group, on a fixed port of 127.0.0.1 across restarts.
+type Everything struct {
+	bin  string
+	mode string
+	port int
+
+	mu   sync.Mutex // guards proc
+	proc *everythingProc
+}
+
+type everythingProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process was reaped
+	output *lockedBuffer
+}
+
+// StartEverything starts server-everything in mode (EverythingStreamable
+// or EverythingSSE) on a free port and kills it when the test ends. It
+// skips the test (fails it under CI) when the npm packages are missing.
+func StartEverything(t testing.TB, mode string) *Everything {
+	t.Helper()
+	bin := npmtest.Bin(t, "mcp-server-everything")
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("httpserver: free port: %v", err)
+	}
+	e := &Everything{bin: bin, mode: mode, port: port}
+	t.Cleanup(e.Stop)
+	if err := e.start(); err != nil {
+		t.Fatalf("httpserver: start server-everything %s: %v", mode, err)
+	}
+	return e
+}
+
+// URL returns the endpoint a client connects to.
+func (e *Everything) URL() string {
+	path := "/mcp"
+	if e.mode == EverythingSSE {
+		path = "/sse"
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(e.port) + path
+}
+
+// Addr returns host:port.
+func (e *Everything) Addr() string { return "127.0.0.1:" + strconv.Itoa(e.port) }
+
+// Output returns what the server printed so far, for failure messages.
+func (e *Everything) Output() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.proc == nil {
+		return ""
+	}
+	return e.proc.output.String()
+}
+
+// Restart kills the server and starts a new one on the same port.
+func (e *Everything) Restart(t testing.TB) {
+	t.Helper()
+	e.Stop()
+	if err := e.start(); err != nil {
+		t.Fatalf("httpserver: restart server-everything %s on port %d: %v", e.mode, e.port, err)
+	}
+}
+
+// Stop kills the server's whole process group and reaps it. It is safe to
+// call while stopped.
+func (e *Everything) Stop() {
+	e.mu.Lock()
+	p := e.proc
+	e.proc = nil
+	e.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+func (e *Everything) start() error {
+	ready := make(chan struct{})
+	out := &lockedBuffer{
+		ready: ready,
+		// The two transports announce that they listen with these lines.
+		markers: [][]byte{[]byte("listening on port"), []byte("running on port")},
+	}
+	cmd := exec.Command(e.bin, e.mode)
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(e.port))
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p := &everythingProc{cmd: cmd, exited: make(chan struct{}), output: out}
+	go func() {
+		defer close(p.exited)
+		_ = cmd.Wait()
+	}()
+	e.mu.Lock()
+	e.proc = p
+	e.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), everythingStartTimeout)
+	defer cancel()
+	select {
+	case <-ready:
+		return nil
+	case <-p.exited:
+		return fmt.Errorf("exited before listening: %s", out.String())
+	case <-ctx.Done():
+		e.Stop()
+		return fmt.Errorf("did not listen within %v: %s", everythingStartTimeout, out.String())
+	}
+}
+
+// freePort returns a port of 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	addr, ok := ln.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("not a TCP address")
+	}
+	return addr.Port, nil
+}
+
+// lockedBuffer collects a process's output and closes ready once a marker
+// shows up in it.
+type lockedBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	markers [][]byte
+	ready   chan struct{}
+	seen    bool
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() < 1<<20 {
+		b.buf.Write(p)
+	}
+	if !b.seen {
+		for _, m := range b.markers {
+			if bytes.Contains(b.buf.Bytes(), m) {
+				b.seen = true
+				close(b.ready)
+				break
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

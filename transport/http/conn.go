@@ -1,0 +1,384 @@
+// Package http connects to MCP servers over Streamable HTTP (both protocol
+// generations mcp-go speaks: 2026-07-28 and the initialize handshake) and
+// the legacy HTTP+SSE transport, and reports when such a connection is
+// known to be dead.
+//
+// A Conn satisfies the client package's Conn and ReadyHook interfaces. It
+// hands the Manager an mcp-go transport that is not started yet, and keeps
+// what mcp-go does not report in view: the notification stream breaking
+// off (a server restart shows within milliseconds, before the next call),
+// and the server forgetting the session. Each Conn has its own HTTP
+// connection pool, closed with it, so a dial after a server restart never
+// inherits a dead keep-alive connection.
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	nethttp "net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Conn is one HTTP connection to an MCP server. Create it with Dial, speak
+// MCP over Transport with an mcp-go client, call Ready after Initialize,
+// and Close it when done.
+type Conn struct {
+	spec Spec
+	opts options
+	log  *slog.Logger
+
+	pool *nethttp.Transport // this Conn's own connections
+	tr   transport.Interface
+
+	// life ends at Close; the notification stream and the Listen goroutine
+	// run under it.
+	life       context.Context
+	cancelLife context.CancelFunc
+	// abort ends when a Close call's context ends: it cuts the DELETE short.
+	abort       context.Context
+	cancelAbort context.CancelFunc
+
+	stream *streamState
+
+	done     chan struct{}
+	failOnce sync.Once
+	errMu    sync.Mutex // guards err
+	err      error
+
+	closing   atomic.Bool
+	closeOnce sync.Once
+	closed    chan struct{} // closed when teardown finished
+
+	listenOnce sync.Once
+	listeners  sync.WaitGroup // the Listen goroutine
+}
+
+// Dial checks that the server is reachable and returns a Conn whose
+// transport is not started yet. While nothing listens at spec.URL it fails
+// fast with an error for which IsNotSent is true. The Conn outlives ctx:
+// only Close ends it.
+func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	dialer := &net.Dialer{Timeout: o.dialTimeout, KeepAlive: 30 * time.Second}
+	pool := &nethttp.Transport{
+		Proxy:                 nethttp.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	if err := probe(ctx, dialer, pool, spec.URL); err != nil {
+		return nil, fmt.Errorf("mcpfleet: http: dial %s: %w", redactURL(spec.URL), err)
+	}
+
+	c := &Conn{
+		spec:   spec,
+		opts:   o,
+		log:    o.logger.With("url", redactURL(spec.URL)),
+		pool:   pool,
+		stream: newStreamState(),
+		done:   make(chan struct{}),
+		closed: make(chan struct{}),
+	}
+	c.life, c.cancelLife = context.WithCancel(context.Background())
+	c.abort, c.cancelAbort = context.WithCancel(context.Background())
+	httpClient := &nethttp.Client{Transport: &roundTripper{c: c, base: pool}}
+	headers := make(map[string]string, len(spec.Headers))
+	for k, v := range spec.Headers {
+		headers[k] = v
+	}
+
+	switch spec.Kind {
+	case SSE:
+		sseOpts := []transport.ClientOption{
+			transport.WithHTTPClient(httpClient),
+			transport.WithHeaders(headers),
+			transport.WithSSELogger(o.logger),
+		}
+		if spec.Timeout > 0 {
+			sseOpts = append(sseOpts, transport.WithResponseTimeout(spec.Timeout))
+		}
+		t, err := transport.NewSSE(spec.URL, sseOpts...)
+		if err != nil {
+			c.release()
+			return nil, fmt.Errorf("mcpfleet: http: %w", err)
+		}
+		c.tr = &sseTransport{SSE: t, c: c}
+	default:
+		t, err := transport.NewStreamableHTTP(spec.URL,
+			transport.WithHTTPBasicClient(httpClient),
+			transport.WithHTTPHeaders(headers),
+			transport.WithHTTPLogger(o.logger),
+			// Continuous listening is what makes mcp-go open the GET stream
+			// on the older protocol. mcp-go would take it to rule out
+			// 2026-07-28, so streamableTransport hides that; on 2026-07-28
+			// the transport skips the GET stream by itself.
+			transport.WithContinuousListening(),
+		)
+		if err != nil {
+			c.release()
+			return nil, fmt.Errorf("mcpfleet: http: %w", err)
+		}
+		c.tr = &streamableTransport{StreamableHTTP: t, c: c}
+	}
+	return c, nil
+}
+
+// probe opens and closes one TCP connection to the server (or its proxy),
+// so that Dial fails fast while nothing listens there.
+func probe(ctx context.Context, dialer *net.Dialer, pool *nethttp.Transport, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	target := u
+	if proxy, err := pool.Proxy(&nethttp.Request{URL: u}); err == nil && proxy != nil {
+		target = proxy
+	}
+	host := target.Host
+	if target.Port() == "" {
+		port := "80"
+		if target.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(target.Hostname(), port)
+	}
+	conn, err := dialer.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// Transport returns the mcp-go transport to build a client on. It is not
+// started; start it once (mcpclient.Client.Start does). Its Start ignores
+// the deadline of the context it is given once it returned: the stream it
+// opens lives until Close.
+func (c *Conn) Transport() transport.Interface { return c.tr }
+
+// Spec returns the spec the Conn was dialed with.
+func (c *Conn) Spec() Spec { return c.spec }
+
+// Done is closed as soon as the connection is known to be dead: the
+// notification stream broke off, the server forgot the session, or Close
+// was called. A failed call alone does not close it.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err says why Done was closed; it wraps ErrStreamLost, ErrStaleSession
+// (which also matches transport.ErrSessionTerminated) or ErrClosed. It is
+// nil while Done is open.
+func (c *Conn) Err() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	return c.err
+}
+
+// Ready opens the notification stream once the handshake succeeded, and
+// waits (up to the stream open timeout) until the server accepted it or
+// said it does not offer one. On 2026-07-28 it runs Listen for list_changed
+// notifications (and the resource subscriptions c has pending); on the
+// older protocol the transport's own GET stream is awaited; for SSE the
+// stream is open since Start.
+//
+// It fails when the server rejects 2026-07-28 at this first real request
+// (IsUnsupportedProtocol is then true: dial again with WithLegacyProtocol),
+// and when the connection died meanwhile. A server that offers no stream is
+// not an error, but then a restart shows only at the next call.
+func (c *Conn) Ready(ctx context.Context, cl *mcpclient.Client) error {
+	if c.spec.Kind == SSE {
+		return c.Err()
+	}
+	modern := mcp.IsModernProtocol(cl.ProtocolVersion())
+	if modern {
+		c.startListen(cl)
+	}
+	timer := time.NewTimer(c.opts.streamOpenTimeout)
+	defer timer.Stop()
+	for {
+		phase, why, changed := c.stream.get()
+		switch phase {
+		case streamOpen:
+			return nil
+		case streamEnded:
+			return fmt.Errorf("mcpfleet: http: notification stream: %w", why)
+		case streamRefused:
+			if IsUnsupportedProtocol(why) {
+				return fmt.Errorf("mcpfleet: http: subscriptions/listen: %w", why)
+			}
+			c.log.Info("mcpfleet: server offers no notification stream; a restart will show at the next call",
+				"protocol", cl.ProtocolVersion(), "why", why)
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-c.done:
+			return c.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			c.log.Warn("mcpfleet: notification stream did not open in time; going on without waiting",
+				"protocol", cl.ProtocolVersion(), "timeout", c.opts.streamOpenTimeout)
+			return nil
+		}
+	}
+}
+
+// startListen runs cl.Listen until Close, at most once per Conn.
+func (c *Conn) startListen(cl *mcpclient.Client) {
+	c.listenOnce.Do(func() {
+		filter := cl.PendingSubscriptionFilter()
+		filter.ToolsListChanged = true
+		filter.PromptsListChanged = true
+		filter.ResourcesListChanged = true
+		c.listeners.Add(1)
+		go func() {
+			defer c.listeners.Done()
+			err := cl.Listen(c.life, filter)
+			if c.life.Err() != nil || c.closing.Load() {
+				return
+			}
+			if err != nil && isContextErr(err) {
+				// A later Listen call on the same client superseded ours.
+				return
+			}
+			if err == nil {
+				err = errors.New("server ended subscriptions/listen")
+			}
+			c.streamFailed(err)
+		}()
+	})
+}
+
+// streamFailed records that the stream could not be opened, or broke off
+// if it was open.
+func (c *Conn) streamFailed(err error) {
+	if c.stream.set(streamRefused, err) {
+		return
+	}
+	c.streamLost(err)
+}
+
+// streamLost records that the open stream broke off: the connection is dead.
+func (c *Conn) streamLost(err error) {
+	if c.stream.set(streamEnded, err) {
+		c.fail(fmt.Errorf("%w: %w", ErrStreamLost, err))
+	}
+}
+
+// fail closes Done with err, once.
+func (c *Conn) fail(err error) {
+	c.failOnce.Do(func() {
+		c.errMu.Lock()
+		c.err = err
+		c.errMu.Unlock()
+		close(c.done)
+		if !errors.Is(err, ErrClosed) {
+			c.log.Info("mcpfleet: http connection lost", "err", err)
+		}
+	})
+}
+
+// Close tears the connection down: it sends the session DELETE where a
+// session exists (bounded by the delete timeout and ctx), ends the
+// notification stream and every request in flight, and closes the Conn's
+// connections. It returns by the time ctx ends at the latest, and is safe
+// to call more than once and concurrently.
+func (c *Conn) Close(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, c.cancelAbort)
+	defer stop()
+	c.closeOnce.Do(func() {
+		c.closing.Store(true)
+		go c.teardown()
+	})
+	select {
+	case <-c.closed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Conn) teardown() {
+	defer close(c.closed)
+	_ = c.tr.Close() // the DELETE, for a legacy streamable HTTP session
+	c.cancelLife()
+	c.listeners.Wait()
+	c.fail(ErrClosed)
+	c.release()
+}
+
+// release frees the connection pool and the contexts.
+func (c *Conn) release() {
+	if c.cancelLife != nil {
+		c.cancelLife()
+		c.cancelAbort()
+	}
+	c.pool.CloseIdleConnections()
+}
+
+// streamableTransport is mcp-go's Streamable HTTP transport as a Conn
+// needs it.
+type streamableTransport struct {
+	*transport.StreamableHTTP
+	c *Conn
+}
+
+// Start starts the transport under the Conn's lifetime rather than ctx's:
+// mcp-go runs the older protocol's GET stream under the context Start gets.
+func (t *streamableTransport) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.StreamableHTTP.Start(t.c.life)
+}
+
+// RequiresLegacyProtocol hides that continuous listening is on (mcp-go
+// would skip 2026-07-28 for it), unless WithLegacyProtocol asked for
+// exactly that.
+func (t *streamableTransport) RequiresLegacyProtocol() bool { return t.c.opts.legacy }
+
+// sseTransport is mcp-go's SSE transport as a Conn needs it.
+type sseTransport struct {
+	*transport.SSE
+	c *Conn
+}
+
+// Start opens the event stream. ctx bounds the start; the stream then
+// lives until Close, not until ctx ends (mcp-go reads it under the context
+// Start gets).
+func (t *sseTransport) Start(ctx context.Context) error {
+	streamCtx, cancel := context.WithCancel(t.c.life)
+	stop := context.AfterFunc(ctx, cancel)
+	err := t.SSE.Start(streamCtx)
+	if !stop() && err == nil {
+		// ctx ended just as Start succeeded, and took the stream with it.
+		err = ctx.Err()
+	}
+	if err != nil {
+		cancel()
+		return err
+	}
+	context.AfterFunc(t.c.life, cancel)
+	return nil
+}

@@ -1,0 +1,136 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+var (
+	// ErrStreamLost is Conn.Err's cause when the notification stream (the
+	// 2026-07-28 subscriptions/listen stream, the older protocol's GET
+	// stream, or the legacy SSE stream) broke off: the server restarted,
+	// went away, or dropped us.
+	ErrStreamLost = errors.New("mcpfleet: http: notification stream lost")
+
+	// ErrStaleSession is Conn.Err's cause when the server answered a request
+	// on our session with HTTP 404, or with HTTP 400 and JSON-RPC -32000
+	// "No valid session ID": it no longer knows the session, typically
+	// because it restarted. Errors wrapping it also match
+	// transport.ErrSessionTerminated.
+	ErrStaleSession = errors.New("mcpfleet: http: stale session")
+
+	// ErrClosed is Conn.Err's cause after Close.
+	ErrClosed = errors.New("mcpfleet: http: connection closed")
+)
+
+// staleSessionError is the cause recorded when the server forgot the session.
+type staleSessionError struct{ status int }
+
+func (e staleSessionError) Error() string {
+	if e.status == 400 {
+		return ErrStaleSession.Error() + " (HTTP 400, JSON-RPC error about the session)"
+	}
+	return ErrStaleSession.Error() + " (HTTP 404)"
+}
+
+func (e staleSessionError) Is(target error) bool {
+	return target == ErrStaleSession || target == transport.ErrSessionTerminated
+}
+
+// IsStaleSession reports whether err says the server no longer knows our
+// session: HTTP 404 (mcp-go returns transport.ErrSessionTerminated, and
+// keeps returning it for every later request until Initialize is called
+// again), or HTTP 400 with JSON-RPC -32000 "No valid session ID provided",
+// as the TypeScript SDK's servers answer. Over a Conn the 400 form is turned
+// into the 404 form before mcp-go sees it; the text match is for errors
+// from transports that did not go through a Conn. The server did not run
+// the rejected request, so it can be retried on a new connection.
+func IsStaleSession(err error) bool {
+	if err == nil || isContextErr(err) {
+		return false
+	}
+	if errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, ErrStaleSession) {
+		return true
+	}
+	// mcp-go turns a JSON-RPC -32000 error into errors.New(message): the
+	// code is lost, only the message is left.
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "no valid session id") || strings.Contains(msg, "invalid session id")
+}
+
+// IsNotSent reports whether err proves the request never reached the server
+// (connection refused, a failed dial or name lookup), so it is safe to send
+// it again. An error caused by a context ending is never "not sent": the
+// caller gave up, and whether the request went out is unknown.
+func IsNotSent(err error) bool {
+	if err == nil || isContextErr(err) {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	return false
+}
+
+// IsUnsupportedProtocol reports whether err is JSON-RPC -32022 "unsupported
+// protocol version". A server can answer the 2026-07-28 server/discover
+// probe and still reject that version at the first real request (the
+// official Go SDK's servers do); the caller should then dial again with
+// WithLegacyProtocol.
+func IsUnsupportedProtocol(err error) bool {
+	if err == nil {
+		return false
+	}
+	var unsupported mcp.UnsupportedProtocolVersionError
+	return errors.As(err, &unsupported)
+}
+
+// IsTransportFatal reports whether err means the connection it came from
+// is unusable: a stale session, a request that could not be sent, the
+// connection breaking off mid-exchange, or the transport being closed.
+// Context errors, JSON-RPC errors and HTTP error statuses are not fatal.
+func IsTransportFatal(err error) bool {
+	if err == nil || isContextErr(err) {
+		return false
+	}
+	if IsStaleSession(err) || IsNotSent(err) ||
+		errors.Is(err, ErrStreamLost) || errors.Is(err, ErrClosed) ||
+		errors.Is(err, transport.ErrTransportClosed) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && !netErr.Timeout() {
+		return true
+	}
+	// mcp-go's SSE transport reports a request whose stream died, or whose
+	// transport was closed, with these plain errors.
+	msg := err.Error()
+	return strings.Contains(msg, "connection has been closed") ||
+		strings.Contains(msg, "transport has been closed")
+}
+
+// isContextErr reports whether err comes from a context ending; mcp-go
+// wraps those in *transport.Error too, so they are checked first.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

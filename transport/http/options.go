@@ -1,0 +1,86 @@
+package http
+
+import (
+	"log/slog"
+	"time"
+)
+
+const (
+	// DefaultStreamOpenTimeout is how long Ready waits for the notification
+	// stream to open.
+	DefaultStreamOpenTimeout = 5 * time.Second
+	// DefaultDeleteTimeout bounds the session DELETE that Close sends.
+	DefaultDeleteTimeout = 2 * time.Second
+	// DefaultDialTimeout bounds opening one TCP connection.
+	DefaultDialTimeout = 10 * time.Second
+)
+
+// Option configures Dial.
+type Option func(*options)
+
+type options struct {
+	logger            *slog.Logger
+	legacy            bool
+	streamOpenTimeout time.Duration
+	deleteTimeout     time.Duration
+	dialTimeout       time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		logger:            slog.Default(),
+		streamOpenTimeout: DefaultStreamOpenTimeout,
+		deleteTimeout:     DefaultDeleteTimeout,
+		dialTimeout:       DefaultDialTimeout,
+	}
+}
+
+// WithLogger sets the logger for the connection and the mcp-go transport
+// under it. Defaults to slog.Default(). A nil logger discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l == nil {
+			l = slog.New(slog.DiscardHandler)
+		}
+		o.logger = l
+	}
+}
+
+// WithLegacyProtocol keeps the connection on the initialize handshake
+// (protocol 2025-11-25 and older), skipping the 2026-07-28 server/discover
+// probe. Dial with it after a server rejected 2026-07-28 with -32022 (see
+// IsUnsupportedProtocol). It has no effect on SSE, which is always legacy.
+func WithLegacyProtocol() Option {
+	return func(o *options) { o.legacy = true }
+}
+
+// WithStreamOpenTimeout sets how long Ready waits for the notification
+// stream to open before it gives up waiting (the stream may still open
+// later). Defaults to DefaultStreamOpenTimeout.
+func WithStreamOpenTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.streamOpenTimeout = d
+		}
+	}
+}
+
+// WithDeleteTimeout bounds the session DELETE sent on Close. Defaults to
+// DefaultDeleteTimeout.
+func WithDeleteTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.deleteTimeout = d
+		}
+	}
+}
+
+// WithDialTimeout bounds opening one TCP connection. Defaults to
+// DefaultDialTimeout.
+func WithDialTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.dialTimeout = d
+		}
+	}
+}
