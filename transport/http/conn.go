@@ -293,6 +293,10 @@ func (c *Conn) fail(err error) {
 		c.err = err
 		c.errMu.Unlock()
 		close(c.done)
+		// Idle connections to a dead server are dead too: dropping them
+		// makes the next request dial, and fail as not sent while the
+		// server is down, rather than fail with EOF on a dead keep-alive.
+		c.pool.CloseIdleConnections()
 		if !errors.Is(err, ErrClosed) {
 			c.log.Info("mcpfleet: http connection lost", "err", err)
 		}
