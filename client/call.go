@@ -135,6 +135,11 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				s.timedOut(l, err)
 			}
+			if !errors.Is(err, ctx.Err()) {
+				// Some servers answer with their own error for the
+				// cancelled request; keep the context's error testable.
+				err = fmt.Errorf("%w: %w", ctx.Err(), err)
+			}
 			return zero, fmt.Errorf("mcpfleet: server %q: %w", server, err)
 		case outcomeNotSent:
 			s.lost(l, err)

@@ -37,6 +37,10 @@ type Manager struct {
 	// illegal counts attempted transitions that the table forbids. Each is a
 	// bug; it is logged, not applied, and tests assert the count stays zero.
 	illegal atomic.Int64
+
+	// onTransition, when set (by tests only, before any Add), runs at the
+	// end of every transition with the slot's lock held.
+	onTransition func(s *slot, from, to lifecycle.State)
 }
 
 // New returns a Manager with no servers.
@@ -84,9 +88,11 @@ func (m *Manager) Add(ctx context.Context, name string, spec ServerSpec) error {
 	}
 	s := newSlot(m, name, spec)
 	m.slots[name] = s
-	s.mu.Lock()
-	s.enableLocked()
-	s.mu.Unlock()
+	if !spec.Disabled {
+		s.mu.Lock()
+		s.enableLocked()
+		s.mu.Unlock()
+	}
 	return nil
 }
 

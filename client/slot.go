@@ -90,6 +90,9 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 			s.emitLocked(Event{Kind: EventCatalog, Diff: &d})
 		}
 	}
+	if h := s.m.onTransition; h != nil {
+		h(s, from, to)
+	}
 	return true
 }
 

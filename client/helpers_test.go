@@ -1,0 +1,304 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/goleak"
+
+	"github.com/mcpfleet/mcpfleet/internal/inproc"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testServer is an in-process mcp-go server with tools whose behaviour the
+// tests control, and a Dialer whose connections record what reached them.
+type testServer struct {
+	*inproc.Server
+	calls   atomic.Int64 // tool calls the server executed
+	block   chan struct{} // "block" waits on it
+	entered chan struct{} // "block" signals here once it started
+	mu      sync.Mutex
+	conns   []*recConn
+	// staleNext makes the next request of the newest connection fail as an
+	// HTTP server that forgot the session would, without executing it.
+	staleNext atomic.Bool
+	// closeErr is returned by every Close of a connection of this server.
+	closeErr error
+}
+
+func newTestServer() *testServer {
+	ts := &testServer{block: make(chan struct{}), entered: make(chan struct{}, 16)}
+	srv := server.NewMCPServer("test", "1.0", server.WithToolCapabilities(true))
+	readOnly := true
+	idem := true
+	srv.AddTool(mcp.NewTool("echo", mcp.WithString("text"), mcp.WithReadOnlyHintAnnotation(readOnly)),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.calls.Add(1)
+			return mcp.NewToolResultText(r.GetString("text", "")), nil
+		})
+	srv.AddTool(mcp.NewTool("incr", mcp.WithDestructiveHintAnnotation(true)),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := ts.calls.Add(1)
+			return mcp.NewToolResultText(time.Duration(n).String()), nil
+		})
+	srv.AddTool(mcp.NewTool("put", mcp.WithIdempotentHintAnnotation(idem)),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.calls.Add(1)
+			return mcp.NewToolResultText("ok"), nil
+		})
+	srv.AddTool(mcp.NewTool("fail"),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultError("tool says no"), nil
+		})
+	srv.AddTool(mcp.NewTool("crash"), // the connection dies while the tool runs
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.calls.Add(1)
+			ts.Kill(nil)
+			return mcp.NewToolResultText("never seen"), nil
+		})
+	srv.AddTool(mcp.NewTool("crash-readonly", mcp.WithReadOnlyHintAnnotation(readOnly)),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if ts.calls.Add(1) == 1 {
+				ts.Kill(nil)
+			}
+			return mcp.NewToolResultText("second try"), nil
+		})
+	srv.AddTool(mcp.NewTool("block"),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.entered <- struct{}{}
+			select {
+			case <-ts.block:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			ts.calls.Add(1)
+			return mcp.NewToolResultText("unblocked"), nil
+		})
+	ts.Server = inproc.New(srv)
+	return ts
+}
+
+func (ts *testServer) dialer() Dialer {
+	return func(ctx context.Context) (Conn, error) {
+		c, err := ts.Dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rc := &recConn{Conn: c, ts: ts}
+		ts.mu.Lock()
+		ts.conns = append(ts.conns, rc)
+		ts.mu.Unlock()
+		return rc, nil
+	}
+}
+
+// lateRequests counts requests that reached a connection after it was closed.
+func (ts *testServer) lateRequests() int64 {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var n int64
+	for _, c := range ts.conns {
+		n += c.afterClose.Load()
+	}
+	return n
+}
+
+// openConns counts connections not yet closed.
+func (ts *testServer) openConns() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	n := 0
+	for _, c := range ts.conns {
+		if !c.closed.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// recConn wraps an in-process Conn to record requests after Close and to
+// inject a stale-session rejection.
+type recConn struct {
+	*inproc.Conn
+	ts         *testServer
+	closed     atomic.Bool
+	afterClose atomic.Int64
+}
+
+func (c *recConn) Transport() transport.Interface {
+	return &recTransport{Interface: c.Conn.Transport(), c: c}
+}
+
+func (c *recConn) Close(ctx context.Context) error {
+	c.closed.Store(true)
+	err := c.Conn.Close(ctx)
+	if c.ts.closeErr != nil {
+		return c.ts.closeErr
+	}
+	return err
+}
+
+type recTransport struct {
+	transport.Interface
+	c *recConn
+}
+
+func (t *recTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if t.c.closed.Load() {
+		t.c.afterClose.Add(1)
+	}
+	if req.Method == string(mcp.MethodToolsCall) && t.c.ts.staleNext.CompareAndSwap(true, false) {
+		return nil, transport.ErrSessionTerminated
+	}
+	return t.Interface.SendRequest(ctx, req)
+}
+
+// fastPolicy retries at once-ish so tests never wait on a real backoff.
+var fastPolicy = lifecycle.Policy{
+	InitialInterval: time.Millisecond,
+	MaxInterval:     2 * time.Millisecond,
+	MaxAttempts:     3,
+	ProbeInterval:   -1,
+}
+
+func newTestManager(t *testing.T, opts ...Option) *Manager {
+	t.Helper()
+	m := New(append([]Option{WithPolicy(fastPolicy), WithReadyTimeout(2 * time.Second),
+		WithDrainTimeout(time.Second), WithCloseTimeout(time.Second)}, opts...)...)
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Logf("close: %v", err)
+		}
+		if n := m.illegal.Load(); n != 0 {
+			t.Errorf("%d illegal transitions were attempted", n)
+		}
+	})
+	return m
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustAdd(t *testing.T, m *Manager, name string, spec ServerSpec) {
+	t.Helper()
+	if err := m.Add(testCtx(t), name, spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWait(t *testing.T, m *Manager, name string, st lifecycle.State) {
+	t.Helper()
+	if err := m.WaitFor(testCtx(t), name, st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recorder collects events until the manager closes.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+	more   chan struct{}
+	done   chan struct{}
+}
+
+func record(m *Manager) *recorder {
+	ch, _ := m.Subscribe(1 << 16)
+	r := &recorder{more: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for e := range ch {
+			r.mu.Lock()
+			r.events = append(r.events, e)
+			close(r.more)
+			r.more = make(chan struct{})
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+// waitState waits for a state event of server moving to `to`, and returns it.
+func (r *recorder) wait(t *testing.T, pred func(Event) bool) Event {
+	t.Helper()
+	ctx := testCtx(t)
+	seen := 0
+	for {
+		r.mu.Lock()
+		evs, more := r.events, r.more
+		r.mu.Unlock()
+		for ; seen < len(evs); seen++ {
+			if pred(evs[seen]) {
+				return evs[seen]
+			}
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			t.Fatalf("no matching event; got %v", states(evs, ""))
+		}
+	}
+}
+
+// states lists the state sequence of server's events ("" for all).
+func states(evs []Event, server string) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Kind == EventState && (server == "" || e.Server == server) {
+			out = append(out, e.To.String())
+		}
+	}
+	return out
+}
+
+func (r *recorder) snapshot() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+var errDown = errors.New("test: server down")
+
+func newTool(name string) mcp.Tool { return mcp.NewTool(name) }
+
+// text returns the first text content of a result.
+func text(r *mcp.CallToolResult) string {
+	if r == nil || len(r.Content) == 0 {
+		return ""
+	}
+	if tc, ok := r.Content[0].(mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// waitStates waits until server's state events are exactly want.
+func (r *recorder) waitStates(t *testing.T, server string, want ...string) {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		r.mu.Lock()
+		got, more := states(r.events, server), r.more
+		r.mu.Unlock()
+		if slices.Equal(got, want) {
+			return
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			t.Fatalf("states of %q: %v, want %v", server, got, want)
+		}
+	}
+}
