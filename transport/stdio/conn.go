@@ -228,10 +228,12 @@ func (c *Conn) teardown() {
 	_ = c.tr.Close()
 
 	var err error
-	switch {
-	case c.waitExit(c.opts.closeGrace):
-	case c.signal(syscall.SIGTERM) && c.waitExit(c.opts.termTimeout):
-	default:
+	exited := c.waitExit(c.opts.closeGrace)
+	if !exited {
+		c.signal(syscall.SIGTERM)
+		exited = c.waitExit(c.opts.termTimeout)
+	}
+	if !exited {
 		c.signal(syscall.SIGKILL)
 		t := time.NewTimer(c.opts.killTimeout)
 		select {
@@ -275,15 +277,14 @@ func (c *Conn) waitExit(d time.Duration) bool {
 }
 
 // signal sends sig to the process group unless the leader was already
-// reaped. It always returns true, to chain in teardown's switch.
-func (c *Conn) signal(sig syscall.Signal) bool {
+// reaped (then the group id may name someone else's processes).
+func (c *Conn) signal(sig syscall.Signal) {
 	c.sigMu.Lock()
 	defer c.sigMu.Unlock()
 	if !c.exited {
 		// ESRCH (all gone) is fine; EPERM cannot happen for our own group.
 		_ = syscall.Kill(-c.pid, sig)
 	}
-	return true
 }
 
 // watch is the exit watcher: it waits for the process, reaps it, records
