@@ -22,6 +22,10 @@ import (
 // still holds a pipe, and that must not delay Done.
 const exitDrainWait = 100 * time.Millisecond
 
+// testHookAfterStart, when set by a test, runs right after the process
+// started, to end the Dial context at the one moment no test can aim at.
+var testHookAfterStart func()
+
 // Conn is one running server process and the mcp-go transport over its
 // stdin and stdout. It satisfies the client package's Conn interface.
 //
@@ -143,6 +147,9 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	}()
 	go c.watch()
 
+	if testHookAfterStart != nil {
+		testHookAfterStart()
+	}
 	if err := ctx.Err(); err != nil {
 		// ctx ended while we were spawning: the caller has given up, so the
 		// process must not survive the failed Dial.

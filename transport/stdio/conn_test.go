@@ -324,6 +324,23 @@ func TestDialCanceled(t *testing.T) {
 	proctest.NoChildren(t)
 }
 
+// TestDialCanceledDuringSpawn: when ctx ends while the process is being
+// started, Dial kills and reaps it before returning the error.
+func TestDialCanceledDuringSpawn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	testHookAfterStart = cancel
+	defer func() { testHookAfterStart = nil }()
+	c, err := Dial(ctx, faultSpec(faultserver.ModeIgnoreSIGTERM))
+	if !errors.Is(err, context.Canceled) || c != nil {
+		t.Fatalf("Dial = %v, %v; want nil, context.Canceled", c, err)
+	}
+	// Reaped before Dial returned, even though it ignores SIGTERM.
+	if kids, err := proctest.Children(); err != nil || len(kids) != 0 {
+		t.Errorf("children after the cancelled Dial: %v, %v", kids, err)
+	}
+}
+
 // TestOutlivesDialContext: the process must outlive the ctx given to Dial
 // (mcp-go's own transport would kill it with CommandContext).
 func TestOutlivesDialContext(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"go.uber.org/goleak"
 
 	"github.com/mcpfleet/mcpfleet/internal/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/proctest"
@@ -104,7 +105,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("Dial: %v", err)
 			}
 			got := []string{"dialed"}
-			defer func() { proctest.NoChildren(t) }()
+			defer func() { proctest.NoChildren(t); goleak.VerifyNone(t) }()
 
 			initTimeout := tt.initTimeout
 			if initTimeout == 0 {

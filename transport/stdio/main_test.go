@@ -57,6 +57,9 @@ func dial(t testing.TB, spec Spec, opts ...Option) *Conn {
 			t.Errorf("Close: %v", err)
 		}
 		proctest.NoChildren(t)
+		// Every goroutine of ours and mcp-go's is gone once Close returns
+		// (goleak retries briefly while they finish exiting).
+		goleak.VerifyNone(t)
 	})
 	return c
 }
