@@ -48,10 +48,13 @@ func (e staleSessionError) Is(target error) bool {
 // session: HTTP 404 (mcp-go returns transport.ErrSessionTerminated, and
 // keeps returning it for every later request until Initialize is called
 // again), or HTTP 400 with JSON-RPC -32000 "No valid session ID provided",
-// as the TypeScript SDK's servers answer. Over a Conn the 400 form is turned
-// into the 404 form before mcp-go sees it; the text match is for errors
-// from transports that did not go through a Conn. The server did not run
-// the rejected request, so it can be retried on a new connection.
+// as the TypeScript SDK's servers answer (mcp-go's SSE server answers a
+// POST for an unknown session with 400 and -32602 "Invalid session ID").
+// Over a Conn the 400 forms are turned into errors matching
+// transport.ErrSessionTerminated before the caller sees them; the text
+// match is for errors from transports that did not go through a Conn. The
+// server did not run the rejected request, so it can be retried on a new
+// connection.
 func IsStaleSession(err error) bool {
 	if err == nil || isContextErr(err) {
 		return false
