@@ -181,8 +181,8 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 				// Known dead but not yet noticed by its watcher: detach it
 				// now rather than send a request into it.
 				s.lostLocked(connLost(l.conn))
+				s.goCloseLeaseLocked(l)
 				s.mu.Unlock()
-				s.m.goCloseLease(l, s)
 				continue
 			default:
 			}
@@ -248,8 +248,8 @@ func (s *slot) timedOut(l *lease, err error) {
 		return
 	}
 	s.lostLocked(fmt.Errorf("%w: %w", ErrTooManyTimeouts, err))
+	s.goCloseLeaseLocked(l)
 	s.mu.Unlock()
-	s.m.goCloseLease(l, s)
 }
 
 // replayable reports whether the published catalog declares tool read-only

@@ -260,10 +260,16 @@ func (m *Manager) closeLease(l *lease, s *slot) error {
 	return err
 }
 
-// goCloseLease closes a detached runtime in the background, so that the
-// goroutine that noticed the loss (a caller, a watcher) is not held up.
-func (m *Manager) goCloseLease(l *lease, s *slot) {
-	m.wg.Go(func() { m.closeLease(l, s) })
+// goCloseLeaseLocked closes a detached runtime in the background, so that
+// the goroutine that noticed the loss (a caller, a watcher) is not held up.
+// It is counted in s.closing under the lock, so a Disable or Remove that
+// comes after it is sure to wait for it.
+func (s *slot) goCloseLeaseLocked(l *lease) {
+	s.closing.Add(1)
+	s.m.wg.Go(func() {
+		defer s.closing.Done()
+		s.m.closeLease(l, s)
+	})
 }
 
 // teardown finishes what stopLocked started: it waits for the abandoned
@@ -273,6 +279,8 @@ func (m *Manager) teardown(ctx context.Context, s *slot, l *lease, r *runner) er
 	if r != nil {
 		<-r.done // the loop's dial honours its cancelled context
 	}
+	// Closes started earlier are bounded by the close timeout each.
+	defer s.closing.Wait()
 	if l == nil {
 		return nil
 	}

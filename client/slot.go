@@ -22,6 +22,11 @@ type slot struct {
 	prefix string
 	sem    *semaphore.Weighted // per-server in-flight limit; nil means none
 
+	// closing counts this slot's detached runtimes still being closed in
+	// the background; Disable and Remove wait for them too, so that no
+	// runtime of the slot outlives them.
+	closing sync.WaitGroup
+
 	mu         sync.Mutex
 	state      lifecycle.State
 	changed    chan struct{} // closed and replaced on every state change
@@ -253,8 +258,8 @@ func (s *slot) lost(l *lease, cause error) {
 		return
 	}
 	s.lostLocked(cause)
+	s.goCloseLeaseLocked(l)
 	s.mu.Unlock()
-	s.m.goCloseLease(l, s)
 }
 
 // lostLocked detaches the current lease (the caller closes it) and starts
@@ -364,7 +369,6 @@ func (s *slot) reconnect(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	var old *lease
 	switch s.state {
 	case lifecycle.Closed:
 		s.mu.Unlock()
@@ -373,7 +377,7 @@ func (s *slot) reconnect(ctx context.Context) error {
 		s.mu.Unlock()
 		return serverError(ErrDisabled, s.name, nil)
 	case lifecycle.Connected:
-		old = s.detachLocked()
+		s.goCloseLeaseLocked(s.detachLocked())
 		s.budget.Reset()
 		s.connectLocked(lifecycle.Reconnecting, 0, false)
 	case lifecycle.PermanentlyFailed:
@@ -395,9 +399,6 @@ func (s *slot) reconnect(ctx context.Context) error {
 		s.connectLocked(lifecycle.Connecting, 0, false)
 	}
 	s.mu.Unlock()
-	if old != nil {
-		s.m.goCloseLease(old, s)
-	}
 	return nil
 }
 
