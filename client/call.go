@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"syscall"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
 // CallOption configures one call.
@@ -286,15 +284,12 @@ func classify(ctx context.Context, l *lease, err error) outcome {
 	if ctx.Err() != nil {
 		return outcomeCanceled
 	}
-	if IsStaleSession(err) || errors.Is(err, syscall.ECONNREFUSED) {
+	if mcphttp.IsStaleSession(err) || mcphttp.IsNotSent(err) {
 		return outcomeNotSent
 	}
-	var te *transport.Error
-	if errors.As(err, &te) || errors.Is(err, transport.ErrTransportClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return outcomeLost
-	}
-	if connErr(l.conn) != nil {
+	// The transport-fatal rules are shared by every transport: a closed
+	// transport, a broken pipe or stream, EOF mid-exchange.
+	if mcphttp.IsTransportFatal(err) || connErr(l.conn) != nil {
 		return outcomeLost
 	}
 	return outcomeResult

@@ -14,11 +14,18 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
+	"github.com/mcpfleet/mcpfleet/internal/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/gosdkserver"
 	"github.com/mcpfleet/mcpfleet/internal/inproc"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The test binary doubles as the stdio test servers' executable.
+	faultserver.Main()
+	gosdkserver.Main()
+	goleak.VerifyTestMain(m)
+}
 
 // testServer is an in-process mcp-go server with tools whose behaviour the
 // tests control, and a Dialer whose connections record what reached them.

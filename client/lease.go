@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/snapshot"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
 // lease is one live runtime: an initialized mcp-go client over a Conn,
@@ -54,7 +55,7 @@ func (m *Manager) dial(ctx context.Context, s *slot, legacy bool) (*lease, error
 	defer cancel()
 
 	l, err := m.dialOnce(ctx, s, legacy)
-	if err != nil && !legacy && mcp.IsUnsupportedProtocolVersion(err) && ctx.Err() == nil {
+	if err != nil && !legacy && mcphttp.IsUnsupportedProtocol(err) && ctx.Err() == nil {
 		m.opts.logger.Info("mcpfleet: server rejected protocol 2026-07-28; using the initialize handshake",
 			"server", s.name)
 		if l, err = m.dialOnce(ctx, s, true); err == nil {
@@ -67,7 +68,7 @@ func (m *Manager) dial(ctx context.Context, s *slot, legacy bool) (*lease, error
 }
 
 func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool) (*lease, error) {
-	conn, err := s.spec.Dialer(ctx)
+	conn, err := s.spec.dialer(&m.opts, legacy)(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
@@ -75,6 +76,17 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool) (*lease, e
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	fail := func(step string, err error) (*lease, error) {
 		l.cancel()
+		// A failed handshake can race the transport's own news of the
+		// death (mcp-go sees EOF before the exit watcher reaps): give the
+		// Conn a moment to say why.
+		if mcphttp.IsTransportFatal(err) {
+			t := time.NewTimer(deathReportWait)
+			select {
+			case <-conn.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		// The Conn may know better than the error why the step failed:
 		// the child exited, the stream dropped.
 		if cerr := connErr(conn); cerr != nil && !errors.Is(err, cerr) {
@@ -234,6 +246,10 @@ func connErr(c Conn) error {
 }
 
 var errConnDone = errors.New("connection closed")
+
+// deathReportWait bounds how long a failed dial waits for its Conn to
+// report why it died.
+const deathReportWait = 200 * time.Millisecond
 
 // connLost is the cause recorded when a Conn's Done channel closed.
 func connLost(c Conn) error {

@@ -7,6 +7,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // Defaults of the Manager's options.
@@ -46,6 +48,8 @@ type options struct {
 	timeoutThreshold int
 	naming           snapshot.Naming
 	clientInfo       mcp.Implementation
+	stdioOptions     []stdio.Option
+	httpOptions      []mcphttp.Option
 }
 
 func defaultOptions() options {
@@ -118,3 +122,14 @@ func WithSeparator(sep string) Option { return func(o *options) { o.naming.Separ
 // WithClientInfo sets the name and version the manager gives servers in the
 // handshake. Defaults to "mcpfleet".
 func WithClientInfo(info mcp.Implementation) Option { return func(o *options) { o.clientInfo = info } }
+
+// WithStdioOptions sets options for every stdio server's child process,
+// such as close timeouts or mirroring stderr to a logger.
+func WithStdioOptions(opts ...stdio.Option) Option {
+	return func(o *options) { o.stdioOptions = append(o.stdioOptions, opts...) }
+}
+
+// WithHTTPOptions sets options for every HTTP server's connection.
+func WithHTTPOptions(opts ...mcphttp.Option) Option {
+	return func(o *options) { o.httpOptions = append(o.httpOptions, opts...) }
+}

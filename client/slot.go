@@ -431,6 +431,9 @@ func (s *slot) status() ServerStatus {
 		st.ConnectedAt = l.connectedAt
 		st.InFlight = l.inflight.Load()
 		st.Protocol = l.protocol
+		if e, ok := l.conn.(interface{ Stderr() []string }); ok {
+			st.Stderr = e.Stderr()
+		}
 	}
 	if c, ok := s.m.pub.View().Catalog(s.name); ok {
 		st.Tools = len(c.Tools)

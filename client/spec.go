@@ -1,16 +1,24 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
-// ServerSpec says how to reach one server and how to treat it.
+// ServerSpec says how to reach one server and how to treat it. Exactly one
+// of Stdio, HTTP and Dialer says how to reach it.
 type ServerSpec struct {
-	// Dialer opens a connection to the server.
+	// Stdio runs the server as a child process speaking MCP on its stdio.
+	Stdio *stdio.Spec
+	// HTTP reaches the server over streamable HTTP or legacy SSE.
+	HTTP *mcphttp.Spec
+	// Dialer opens a connection some other way, such as InProcess.
 	Dialer Dialer
 	// Disabled adds the server switched off; Enable switches it on.
 	Disabled bool
@@ -31,8 +39,28 @@ type ServerSpec struct {
 // Validate reports what is wrong with the spec, naming the field.
 func (s ServerSpec) Validate() error {
 	var errs []error
-	if s.Dialer == nil {
-		errs = append(errs, errors.New("dialer: no way to reach the server"))
+	ways := 0
+	if s.Stdio != nil {
+		ways++
+		if err := s.Stdio.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("stdio: %w", err))
+		}
+	}
+	if s.HTTP != nil {
+		ways++
+		if err := s.HTTP.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("http: %w", err))
+		}
+	}
+	if s.Dialer != nil {
+		ways++
+	}
+	switch ways {
+	case 0:
+		errs = append(errs, errors.New("transport: no way to reach the server: set one of stdio, http or dialer"))
+	case 1:
+	default:
+		errs = append(errs, errors.New("transport: more than one of stdio, http and dialer is set"))
 	}
 	if s.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("timeout: must not be negative, got %v", s.Timeout))
@@ -44,3 +72,30 @@ func (s ServerSpec) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// dialer returns how to open a connection for one attempt. legacy asks for
+// the initialize handshake, after a server rejected 2026-07-28.
+func (s ServerSpec) dialer(o *options, legacy bool) Dialer {
+	switch {
+	case s.Stdio != nil:
+		spec := *s.Stdio
+		opts := o.stdioOptions
+		return func(ctx context.Context) (Conn, error) { return stdio.Dial(ctx, spec, opts...) }
+	case s.HTTP != nil:
+		spec := *s.HTTP
+		opts := append([]mcphttp.Option{mcphttp.WithLogger(o.logger)}, o.httpOptions...)
+		if legacy {
+			opts = append(opts, mcphttp.WithLegacyProtocol())
+		}
+		return func(ctx context.Context) (Conn, error) { return mcphttp.Dial(ctx, spec, opts...) }
+	default:
+		return s.Dialer
+	}
+}
+
+// The transports satisfy the seam by shape; these lines keep it so.
+var (
+	_ Conn      = (*stdio.Conn)(nil)
+	_ Conn      = (*mcphttp.Conn)(nil)
+	_ ReadyHook = (*mcphttp.Conn)(nil)
+)

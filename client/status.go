@@ -24,4 +24,6 @@ type ServerStatus struct {
 	ServerInfo   mcp.Implementation
 	// Protocol is the MCP protocol version the current runtime speaks.
 	Protocol string
+	// Stderr holds the last lines a stdio server wrote to stderr.
+	Stderr []string
 }

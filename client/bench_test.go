@@ -1,0 +1,125 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+func benchServer() *server.MCPServer {
+	srv := server.NewMCPServer("bench", "1.0", server.WithToolCapabilities(false))
+	srv.AddTool(mcp.NewTool("echo", mcp.WithString("text")),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(r.GetString("text", "")), nil
+		})
+	return srv
+}
+
+// BenchmarkCallTool compares a call through the Manager with the same call
+// on a raw mcp-go in-process client of the same server. Compare the two
+// with benchstat (see BENCHMARKS.md).
+func BenchmarkCallTool(b *testing.B) {
+	ctx := context.Background()
+	args := map[string]any{"text": "hello"}
+	srv := benchServer()
+
+	b.Run("impl=raw", func(b *testing.B) {
+		c, err := mcpclient.NewInProcessClient(srv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		// The same client info as the Manager sends: on 2026-07-28 it rides
+		// in every request's _meta, so it must not differ between the two.
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"}
+		if _, err := c.Initialize(ctx, init); err != nil {
+			b.Fatal(err)
+		}
+		// A host lists tools before calling them, as the Manager does; mcp-go
+		// then does per-call work for known tools, in both cases alike.
+		if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "echo"
+		req.Params.Arguments = args
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.CallTool(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("impl=manager", func(b *testing.B) {
+		m := client.New()
+		defer m.Close()
+		if err := m.Add(ctx, "s", client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.WaitFor(ctx, "s", lifecycle.Connected); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.CallTool(ctx, "s", "echo", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkView reads the aggregated catalog of 1,000 servers through the
+// Manager: one atomic load, no allocation, whatever the size.
+func BenchmarkView(b *testing.B) {
+	ctx := context.Background()
+	m := client.New()
+	defer m.Close()
+	srv := server.NewMCPServer("many", "1.0", server.WithToolCapabilities(false))
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		srv.AddTool(mcp.NewTool(name), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+	}
+	for i := range 1000 {
+		name := "s" + string(rune('a'+i%26)) + itoa(i)
+		if err := m.Add(ctx, name, client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := len(m.View().Tools()); n != 10_000 {
+		b.Fatalf("%d tools in the view, want 10000", n)
+	}
+	b.ReportAllocs()
+	var sink int
+	for b.Loop() {
+		for _, t := range m.View().Tools() {
+			sink += len(t.Qualified)
+		}
+	}
+	_ = sink
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var buf [20]byte
+	n := len(buf)
+	for ; i > 0; i /= 10 {
+		n--
+		buf[n] = byte('0' + i%10)
+	}
+	return string(buf[n:])
+}
