@@ -89,7 +89,7 @@ func TestQualifyProperties(t *testing.T) {
 	}
 	for _, n := range []Naming{{}, {Separator: "_"}, {Separator: "."}} {
 		seen := map[string][2]string{}
-		for range 20000 {
+		for range 8000 {
 			prefix := []string{"github", "fs", "a", randName()}[rng.IntN(4)]
 			tool := randName()
 			q := n.Qualify(prefix, tool)
