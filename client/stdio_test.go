@@ -94,8 +94,8 @@ type stderrLine struct {
 func newStderrWatch() *stderrWatch { return &stderrWatch{more: make(chan struct{})} }
 
 func (w *stderrWatch) Enabled(context.Context, slog.Level) bool { return true }
-func (w *stderrWatch) WithAttrs([]slog.Attr) slog.Handler        { return w }
-func (w *stderrWatch) WithGroup(string) slog.Handler             { return w }
+func (w *stderrWatch) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *stderrWatch) WithGroup(string) slog.Handler            { return w }
 
 func (w *stderrWatch) Handle(_ context.Context, r slog.Record) error {
 	var l stderrLine
