@@ -242,7 +242,7 @@ type blindDialer struct {
 }
 
 func (d *blindDialer) dial(ctx context.Context) (Conn, error) {
-	var opts []mcphttp.Option
+	opts := []mcphttp.Option{mcphttp.WithLogger(nil)}
 	if d.legacy {
 		opts = append(opts, mcphttp.WithLegacyProtocol())
 	}
@@ -258,7 +258,7 @@ func (d *blindDialer) dial(ctx context.Context) (Conn, error) {
 // The Conn then has dropped its idle keep-alive connections, so the next
 // request opens a new one to whatever listens now: what a server without a
 // stream looks like once Go's pool noticed the old connections closing.
-func (d *blindDialer) awaitDead(ctx context.Context, t *testing.T) {
+func (d *blindDialer) awaitDead(ctx context.Context, t testing.TB) {
 	t.Helper()
 	select {
 	case <-d.last.Load().Done():
