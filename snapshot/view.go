@@ -63,7 +63,9 @@ func (v *View) Version() uint64 { return v.version }
 func (v *View) Hash() string { return v.hash }
 
 // Tools returns every tool in the View, sorted by qualified name. It is the
-// View's own slice: do not modify it. Constant time, no allocation.
+// View's own slice: do not modify it. Constant time, no allocation. A Tool is
+// a few hundred bytes, so loops over thousands of them are cheaper by index
+// (for i := range tools) than by value.
 func (v *View) Tools() []Tool { return v.tools }
 
 // Tool returns the tool with the given qualified name. Quarantined tools are
