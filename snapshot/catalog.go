@@ -17,8 +17,8 @@ type Catalog struct {
 	// published under.
 	Server string
 	// Generation is the generation of the runtime that fetched the catalog.
-	// The Publisher ignores a catalog older than the one it last published or
-	// unpublished for the same server.
+	// The Publisher ignores a catalog older than the one it last published
+	// for the same server, or not newer than the one it last unpublished.
 	Generation uint64
 
 	// Tools, Prompts, Resources and ResourceTemplates are the lists as the

@@ -1,7 +1,7 @@
 package snapshot
 
-// Diff is what one Publish, Unpublish or Forget changed for one server, for
-// the change event the manager emits. Tool names are qualified names, sorted.
+// Diff is what one Publish or Unpublish changed for one server, for the
+// change event the manager emits. Tool names are qualified names, sorted.
 type Diff struct {
 	// Server is the server whose catalog was published or removed.
 	Server string
@@ -22,9 +22,10 @@ type Diff struct {
 	// instructions; it is the one change that moves the View's version
 	// without touching a list.
 	InfoChanged bool
-	// Quarantined are the server's tools that this change left out of the
-	// View because another tool already held their qualified name, and that
-	// were not quarantined before.
+	// Quarantined are the tools that this change left out of the View
+	// because another tool already held their qualified name, and that were
+	// not quarantined before. They are always the server's own: a publish
+	// never takes a name from a tool that holds it.
 	Quarantined []Quarantine
 	// Promoted are tools, of this server or any other, that were quarantined
 	// and entered the View because this change freed their qualified name.

@@ -11,9 +11,10 @@
 // swap a freshly built View whole, as grpc-go's pickerWrapper does.
 //
 // Generations make late results harmless: a publish carrying an older
-// generation than the one last published or unpublished for that server is
-// ignored, so a refresh that finishes after its runtime was replaced can never
-// overwrite the newer catalog or resurrect an unpublished one.
+// generation than the one last published for that server, or one not newer
+// than the one last unpublished, is ignored, so a refresh that finishes after
+// its runtime was replaced or disabled can never overwrite the newer catalog or
+// resurrect an unpublished one.
 //
 // The package is pure: no I/O, no goroutines, nothing of mcpfleet imported.
 package snapshot

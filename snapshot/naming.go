@@ -13,8 +13,8 @@ import (
 // ("create_issue") and would make "a_b_c" ambiguous to a reader.
 const DefaultSeparator = "__"
 
-// MaxNameLen is the longest qualified name LLM provider APIs accept for a
-// tool (OpenAI and Anthropic both cap function names at 64 characters).
+// MaxNameLen is the longest qualified name, the length limit of the tool name
+// rule ^[a-zA-Z0-9_-]{1,64}$ that LLM provider APIs apply to tools.
 const MaxNameLen = 64
 
 // shortHashLen is the number of hex digits of the suffix that makes a short
