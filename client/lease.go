@@ -216,6 +216,12 @@ func (s *slot) refresh(l *lease) {
 	if !ok {
 		return
 	}
+	if cur.Generation != l.gen {
+		// l's catalog had the same content as its predecessor's, so the
+		// View kept the older generation's; a refresh built on that one
+		// would be ignored as late. Build on l's own.
+		cur = l.catalog
+	}
 	next := cur
 	if which&dirtyTools != 0 {
 		next = next.WithTools(fresh.Tools)
