@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,7 +148,9 @@ func awaitRetry(ctx context.Context, b *testing.B, events <-chan Event) {
 // BenchmarkHTTPCallTool compares a tools/call through the Manager over
 // streamable HTTP with the same call on a plain mcp-go streamable HTTP
 // client, against the same mcp-go server on 127.0.0.1. Compare the two with
-// benchstat -col /impl.
+// benchstat -col /impl. Besides wall time it reports cpu-ns/op, the CPU
+// time of the whole process (client and server) per call, which a machine
+// shared with other work disturbs far less than wall time.
 func BenchmarkHTTPCallTool(b *testing.B) {
 	ctx := context.Background()
 	srv := httpserver.Start(b, httpserver.MCPGo)
@@ -178,11 +181,13 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 		req.Params.Name = "echo"
 		req.Params.Arguments = args
 		b.ReportAllocs()
+		cpu := cpuTime()
 		for b.Loop() {
 			if _, err := c.CallTool(ctx, req); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 	})
 
 	b.Run("impl=manager", func(b *testing.B) {
@@ -195,10 +200,21 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
+		cpu := cpuTime()
 		for b.Loop() {
 			if _, err := m.CallTool(ctx, "s", "echo", args); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 	})
+}
+
+// cpuTime returns the user and system CPU time the process used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,7 +160,9 @@ func stateEvent(t *testing.T, rec *recorder, n int) Event {
 //     timeout, never later;
 //   - a new server starts on the same port: the host's next call succeeds,
 //     with no error, on generation 2, and the events show exactly
-//     Connecting → Connected → Reconnecting → Connected.
+//     Connecting → Connected → Reconnecting → Connected;
+//   - the new runtime's stream carries list_changed (Go servers, which can
+//     be told to add a tool).
 func TestHTTPRestart(t *testing.T) {
 	for _, tt := range httpTargets {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,6 +224,18 @@ func TestHTTPRestart(t *testing.T) {
 				t.Errorf("Connected event of generation %d, want 2", e.Generation)
 			}
 			mustEcho(ctx, t, m, tt, "again")
+
+			// The new runtime listens again: list_changed from the new
+			// server reaches generation 2 and republishes its catalog.
+			if gs, ok := srv.(*httpserver.Server); ok {
+				gs.NotifyToolsChanged()
+				e := rec.wait(t, func(e Event) bool {
+					return e.Kind == EventCatalog && e.Diff != nil && slices.Contains(e.Diff.Added, "s__extra1")
+				})
+				if e.Generation != 2 {
+					t.Errorf("catalog refresh on generation %d, want 2", e.Generation)
+				}
+			}
 		})
 	}
 }
