@@ -30,6 +30,8 @@ type Manager struct {
 	slots  map[string]*slot
 	closed bool
 
+	applyMu sync.Mutex // serializes Apply calls
+
 	// wg counts every goroutine the manager starts: runners, watchers,
 	// background closes. Close waits for all of them.
 	wg sync.WaitGroup
@@ -69,6 +71,11 @@ func New(opts ...Option) *Manager {
 // Add adds a server under name and, unless the spec says Disabled or Lazy,
 // starts connecting it. It does not wait for the connection: use WaitFor.
 func (m *Manager) Add(ctx context.Context, name string, spec ServerSpec) error {
+	return m.add(ctx, name, spec, "")
+}
+
+// add adds a slot; configKey is non-empty for a slot that Apply manages.
+func (m *Manager) add(ctx context.Context, name string, spec ServerSpec, configKey string) error {
 	if name == "" {
 		return fmt.Errorf("mcpfleet: add: server name is empty")
 	}
@@ -87,6 +94,7 @@ func (m *Manager) Add(ctx context.Context, name string, spec ServerSpec) error {
 		return serverError(ErrDuplicateServer, name, nil)
 	}
 	s := newSlot(m, name, spec)
+	s.configKey = configKey
 	m.slots[name] = s
 	if !spec.Disabled {
 		s.mu.Lock()

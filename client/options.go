@@ -50,6 +50,9 @@ type options struct {
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option
 	httpOptions      []mcphttp.Option
+	// dialOverride, set by tests only, replaces the dialer of a spec when
+	// it returns non-nil.
+	dialOverride func(ServerSpec) Dialer
 }
 
 func defaultOptions() options {

@@ -21,6 +21,9 @@ type slot struct {
 	spec   ServerSpec
 	prefix string
 	sem    *semaphore.Weighted // per-server in-flight limit; nil means none
+	// configKey identifies the config entry a slot made by Apply came
+	// from; empty for a slot made by Add.
+	configKey string
 
 	// closing counts this slot's detached runtimes still being closed in
 	// the background; Disable and Remove wait for them too, so that no

@@ -76,6 +76,11 @@ func (s ServerSpec) Validate() error {
 // dialer returns how to open a connection for one attempt. legacy asks for
 // the initialize handshake, after a server rejected 2026-07-28.
 func (s ServerSpec) dialer(o *options, legacy bool) Dialer {
+	if o.dialOverride != nil {
+		if d := o.dialOverride(s); d != nil {
+			return d
+		}
+	}
 	switch {
 	case s.Stdio != nil:
 		spec := *s.Stdio

@@ -1,0 +1,528 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
+)
+
+// Config is a set of servers as the standard config files describe them:
+// the "mcpServers" object of Claude Desktop, Cursor and .mcp.json, or the
+// "servers" object of VS Code's mcp.json.
+type Config struct {
+	// Source names where the config came from (a file path), for errors.
+	Source string
+	// Servers maps a server's name to its entry.
+	Servers map[string]ServerConfig
+}
+
+// ServerConfig is one server's entry. Every string field may use ${VAR} and
+// ${VAR:-default}, expanded when the config is parsed. Header and env values
+// are secrets: String, LogValue and errors never show them.
+type ServerConfig struct {
+	// Type is "stdio", "http" (or "streamable-http") or "sse". Empty means
+	// stdio when Command is set and http when URL is set.
+	Type    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	URL     string
+	Headers map[string]string
+
+	// Disabled adds the server switched off.
+	Disabled bool
+	// Required makes Apply wait for the server to connect and fail if it
+	// does not.
+	Required bool
+	// Lazy defers the first connect to the first call.
+	Lazy bool
+	// Timeout bounds each call ("30s", or a number of seconds).
+	Timeout time.Duration
+	// Reconnect overrides the manager's reconnect policy.
+	Reconnect *lifecycle.Policy
+	// ToolPrefix replaces the server's name in qualified tool names.
+	ToolPrefix string
+}
+
+// ConfigOption configures ParseConfig and LoadConfig.
+type ConfigOption func(*configParser)
+
+// WithLookupEnv sets how ${VAR} is looked up. Defaults to os.LookupEnv.
+func WithLookupEnv(lookup func(string) (string, bool)) ConfigOption {
+	return func(p *configParser) { p.lookup = lookup }
+}
+
+// WithSource names the config's origin in errors.
+func WithSource(name string) ConfigOption {
+	return func(p *configParser) { p.source = name }
+}
+
+// LoadConfig reads and parses a config file.
+func LoadConfig(path string, opts ...ConfigOption) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("mcpfleet: config: %w", err)
+	}
+	return ParseConfig(data, append([]ConfigOption{WithSource(path)}, opts...)...)
+}
+
+// ParseConfig parses a config in the mcpServers or VS Code servers form.
+// Every problem is reported, each naming the source, the server and the
+// field; an unknown key is an error, not silently dropped.
+func ParseConfig(data []byte, opts ...ConfigOption) (*Config, error) {
+	p := &configParser{lookup: os.LookupEnv, source: "config"}
+	for _, o := range opts {
+		o(p)
+	}
+	return p.parse(data)
+}
+
+type configParser struct {
+	lookup func(string) (string, bool)
+	source string
+	errs   []error
+}
+
+// Keys a config may have at the top and in each server entry.
+var (
+	topKeys = []string{"mcpServers", "servers", "inputs"}
+	// Each entry key maps to whether it is known; aliases spell the same
+	// field differently across hosts.
+	serverKeys = []string{"type", "transport", "command", "args", "env", "cwd", "url", "headers",
+		"disabled", "required", "lazy", "timeout", "reconnect", "toolPrefix", "envFile"}
+	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
+		"maxElapsed", "stableAfter", "probeInterval"}
+)
+
+func (p *configParser) errorf(server, field, format string, args ...any) {
+	where := p.source
+	if server != "" {
+		where += fmt.Sprintf(": server %q", server)
+	}
+	if field != "" {
+		where += fmt.Sprintf(": field %q", field)
+	}
+	p.errs = append(p.errs, fmt.Errorf("mcpfleet: %s: %s", where, fmt.Sprintf(format, args...)))
+}
+
+func (p *configParser) parse(data []byte) (*Config, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("mcpfleet: %s: not a JSON object: %w", p.source, err)
+	}
+	if top == nil {
+		return nil, fmt.Errorf("mcpfleet: %s: not a JSON object", p.source)
+	}
+	for _, k := range sortedKeys(top) {
+		if !slices.Contains(topKeys, k) {
+			p.errorf("", k, "unknown key (want mcpServers or servers)")
+		}
+	}
+	raw, ok := top["mcpServers"]
+	if vs, vsOK := top["servers"]; vsOK {
+		if ok {
+			p.errorf("", "servers", "both mcpServers and servers are present; use one")
+		}
+		raw, ok = vs, true
+	}
+	cfg := &Config{Source: p.source, Servers: map[string]ServerConfig{}}
+	if !ok {
+		p.errorf("", "mcpServers", "missing")
+		return nil, errors.Join(p.errs...)
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil || entries == nil {
+		p.errorf("", "mcpServers", "must be an object of server entries")
+		return nil, errors.Join(p.errs...)
+	}
+	for _, name := range sortedKeys(entries) {
+		if strings.TrimSpace(name) == "" {
+			p.errorf(name, "", "server name is empty")
+			continue
+		}
+		if sc, ok := p.server(name, entries[name]); ok {
+			cfg.Servers[name] = sc
+		}
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return cfg, nil
+}
+
+func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, bool) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		p.errorf(name, "", "must be an object")
+		return ServerConfig{}, false
+	}
+	before := len(p.errs)
+	var sc ServerConfig
+	for _, k := range sortedKeys(fields) {
+		v := fields[k]
+		switch k {
+		case "type", "transport":
+			sc.Type = p.str(name, k, v)
+		case "command":
+			sc.Command = p.str(name, k, v)
+		case "cwd":
+			sc.Cwd = p.str(name, k, v)
+		case "url":
+			sc.URL = p.str(name, k, v)
+		case "toolPrefix":
+			sc.ToolPrefix = p.str(name, k, v)
+		case "args":
+			var args []json.RawMessage
+			if err := json.Unmarshal(v, &args); err != nil {
+				p.errorf(name, k, "must be an array of strings")
+				continue
+			}
+			for i, a := range args {
+				sc.Args = append(sc.Args, p.str(name, fmt.Sprintf("args[%d]", i), a))
+			}
+		case "env":
+			sc.Env = p.strMap(name, k, v)
+		case "headers":
+			sc.Headers = p.strMap(name, k, v)
+		case "disabled":
+			sc.Disabled = p.boolean(name, k, v)
+		case "required":
+			sc.Required = p.boolean(name, k, v)
+		case "lazy":
+			sc.Lazy = p.boolean(name, k, v)
+		case "timeout":
+			sc.Timeout = p.duration(name, k, v)
+		case "reconnect":
+			sc.Reconnect = p.policy(name, v)
+		case "envFile":
+			p.errorf(name, k, "not supported; put the variables in env")
+		default:
+			p.errorf(name, k, "unknown key")
+		}
+	}
+	p.check(name, &sc)
+	return sc, len(p.errs) == before
+}
+
+// check validates the entry as a whole, resolving an empty type.
+func (p *configParser) check(name string, sc *ServerConfig) {
+	switch sc.Type {
+	case "":
+		switch {
+		case sc.Command != "" && sc.URL != "":
+			p.errorf(name, "type", "both command and url are set; set type to say which")
+		case sc.Command != "":
+			sc.Type = "stdio"
+		case sc.URL != "":
+			sc.Type = "http"
+		default:
+			p.errorf(name, "command", "missing: a server needs a command (stdio) or a url (http, sse)")
+		}
+	case "stdio":
+		if sc.Command == "" {
+			p.errorf(name, "command", "missing for type stdio")
+		}
+	case "http", "streamable-http", "streamableHttp", "sse":
+		if sc.URL == "" {
+			p.errorf(name, "url", "missing for type %s", sc.Type)
+		}
+	default:
+		p.errorf(name, "type", "unknown type %q (want stdio, http, streamable-http or sse)", sc.Type)
+	}
+	if sc.Type == "stdio" && (sc.URL != "" || len(sc.Headers) > 0) {
+		p.errorf(name, "url", "url and headers do not apply to a stdio server")
+	}
+	if sc.Type != "stdio" && sc.Type != "" && (sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "") {
+		p.errorf(name, "command", "command, args, env and cwd do not apply to a %s server", sc.Type)
+	}
+	if sc.Reconnect != nil {
+		if err := sc.Reconnect.Validate(); err != nil {
+			p.errorf(name, "reconnect", "%v", err)
+		}
+	}
+	if sc.Type != "" && (sc.Command != "" || sc.URL != "") {
+		if _, err := sc.Spec(); err != nil {
+			p.errorf(name, "", "%v", err)
+		}
+	}
+}
+
+func (p *configParser) str(server, field string, v json.RawMessage) string {
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		p.errorf(server, field, "must be a string")
+		return ""
+	}
+	out, err := expand(s, p.lookup)
+	if err != nil {
+		p.errorf(server, field, "%v", err)
+	}
+	return out
+}
+
+func (p *configParser) strMap(server, field string, v json.RawMessage) map[string]string {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(v, &m); err != nil {
+		p.errorf(server, field, "must be an object of strings")
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for _, k := range sortedKeys(m) {
+		if k == "" {
+			p.errorf(server, field, "has an empty name")
+			continue
+		}
+		out[k] = p.str(server, field+"."+k, m[k])
+	}
+	return out
+}
+
+func (p *configParser) boolean(server, field string, v json.RawMessage) bool {
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		p.errorf(server, field, "must be true or false")
+	}
+	return b
+}
+
+// duration accepts a Go duration string ("1m30s") or a number of seconds.
+func (p *configParser) duration(server, field string, v json.RawMessage) time.Duration {
+	var n float64
+	if err := json.Unmarshal(v, &n); err == nil {
+		if n < 0 || n > float64(1<<62)/float64(time.Second) {
+			p.errorf(server, field, "must be a non-negative number of seconds")
+			return 0
+		}
+		return time.Duration(n * float64(time.Second))
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		p.errorf(server, field, `must be a duration like "30s" or a number of seconds`)
+		return 0
+	}
+	s, err := expand(s, p.lookup)
+	if err != nil {
+		p.errorf(server, field, "%v", err)
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		p.errorf(server, field, `must be a duration like "30s" or a number of seconds, got %q`, s)
+		return 0
+	}
+	return d
+}
+
+func (p *configParser) policy(server string, v json.RawMessage) *lifecycle.Policy {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+		p.errorf(server, "reconnect", "must be an object")
+		return nil
+	}
+	var pol lifecycle.Policy
+	for _, k := range sortedKeys(fields) {
+		f, v := "reconnect."+k, fields[k]
+		switch k {
+		case "initialInterval":
+			pol.InitialInterval = p.duration(server, f, v)
+		case "maxInterval":
+			pol.MaxInterval = p.duration(server, f, v)
+		case "maxElapsed":
+			pol.MaxElapsed = p.duration(server, f, v)
+		case "stableAfter":
+			pol.StableAfter = p.duration(server, f, v)
+		case "probeInterval":
+			// "off" turns the slow probe off.
+			var s string
+			if json.Unmarshal(v, &s) == nil && s == "off" {
+				pol.ProbeInterval = -1
+			} else {
+				pol.ProbeInterval = p.duration(server, f, v)
+			}
+		case "multiplier", "jitter":
+			var x float64
+			if err := json.Unmarshal(v, &x); err != nil {
+				p.errorf(server, f, "must be a number")
+			}
+			if k == "multiplier" {
+				pol.Multiplier = x
+			} else {
+				pol.Jitter = x
+			}
+		case "maxAttempts":
+			var n int
+			if err := json.Unmarshal(v, &n); err != nil {
+				p.errorf(server, f, "must be an integer (negative means forever)")
+			}
+			pol.MaxAttempts = n
+		default:
+			p.errorf(server, f, "unknown key (want one of %s)", strings.Join(policyKeys, ", "))
+		}
+	}
+	return &pol
+}
+
+// expand replaces ${VAR} and ${VAR:-default} in s. An unset variable
+// without a default is an error: sending an empty token is worse than
+// refusing to start.
+func expand(s string, lookup func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("unterminated ${ in %q", redactVar(s))
+		}
+		expr := s[i+2 : i+end]
+		name, def, hasDef := strings.Cut(expr, ":-")
+		if !validVarName(name) {
+			return "", fmt.Errorf("invalid variable name %q", name)
+		}
+		if v, ok := lookup(name); ok && (v != "" || !hasDef) {
+			b.WriteString(v)
+		} else if hasDef {
+			b.WriteString(def)
+		} else {
+			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} for a default)", name, name)
+		}
+		s = s[i+end+1:]
+	}
+}
+
+func validVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// redactVar shows the shape of a malformed value without its content.
+func redactVar(s string) string {
+	if len(s) > 8 {
+		return s[:8] + "…"
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Spec turns the entry into a ServerSpec.
+func (c ServerConfig) Spec() (ServerSpec, error) {
+	spec := ServerSpec{
+		Disabled:   c.Disabled,
+		Lazy:       c.Lazy,
+		Timeout:    c.Timeout,
+		Reconnect:  c.Reconnect,
+		ToolPrefix: c.ToolPrefix,
+	}
+	switch c.Type {
+	case "stdio", "":
+		if c.Command == "" {
+			return ServerSpec{}, errors.New("command: missing")
+		}
+		spec.Stdio = &stdio.Spec{Command: c.Command, Args: c.Args, Env: c.Env, Dir: c.Cwd}
+	case "http", "streamable-http", "streamableHttp":
+		spec.HTTP = &mcphttp.Spec{URL: c.URL, Headers: c.Headers, Kind: mcphttp.StreamableHTTP}
+	case "sse":
+		spec.HTTP = &mcphttp.Spec{URL: c.URL, Headers: c.Headers, Kind: mcphttp.SSE}
+	default:
+		return ServerSpec{}, fmt.Errorf("type: unknown type %q", c.Type)
+	}
+	return spec, spec.Validate()
+}
+
+// String describes the entry without secrets: env and header names only.
+func (c ServerConfig) String() string {
+	var b strings.Builder
+	b.WriteString(c.Type)
+	if c.Command != "" {
+		b.WriteString(" " + strconv.Quote(c.Command))
+		for _, a := range c.Args {
+			b.WriteString(" " + strconv.Quote(a))
+		}
+	}
+	if c.URL != "" {
+		b.WriteString(" " + c.URL)
+	}
+	if len(c.Env) > 0 {
+		b.WriteString(" env=[" + strings.Join(sortedKeys(c.Env), ",") + "]")
+	}
+	if len(c.Headers) > 0 {
+		b.WriteString(" headers=[" + strings.Join(sortedKeys(c.Headers), ",") + "]")
+	}
+	if c.Cwd != "" {
+		b.WriteString(" cwd=" + c.Cwd)
+	}
+	if c.Disabled {
+		b.WriteString(" disabled")
+	}
+	return b.String()
+}
+
+// GoString is String, so that %#v does not print secrets either.
+func (c ServerConfig) GoString() string { return "client.ServerConfig{" + c.String() + "}" }
+
+// LogValue logs the entry without secrets.
+func (c ServerConfig) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// Format implements fmt.Formatter, so that every verb (%v, %+v, %s, %q,
+// %#v) prints the redacted form.
+func (c ServerConfig) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, c.GoString())
+		return
+	}
+	fmt.Fprint(f, c.String())
+}
+
+// key identifies everything about the entry that needs a restart when it
+// changes: all of it but Disabled, which Apply toggles in place, and
+// Required, which only concerns Apply itself.
+func (c ServerConfig) key() string {
+	c.Disabled, c.Required = false, false
+	var b bytes.Buffer
+	// Field order is fixed and maps marshal sorted, so the key is stable.
+	_ = json.NewEncoder(&b).Encode(struct {
+		T, C, Cwd, U, P string
+		A             []string
+		E, H          map[string]string
+		L             bool
+		D             time.Duration
+		R             *lifecycle.Policy
+	}{c.Type, c.Command, c.Cwd, c.URL, c.ToolPrefix, c.Args, c.Env, c.Headers, c.Lazy, c.Timeout, c.Reconnect})
+	return b.String()
+}

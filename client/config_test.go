@@ -1,0 +1,258 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+)
+
+func env(vars map[string]string) ConfigOption {
+	return WithLookupEnv(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+}
+
+func TestParseConfigForms(t *testing.T) {
+	vars := map[string]string{"TOKEN": "s3cr3t-token", "HOME_DIR": "/home/me", "EMPTY": ""}
+	claude := `{"mcpServers": {
+		"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${HOME_DIR}"],
+		          "env": {"API_KEY": "${TOKEN}"}, "cwd": "${WORK:-/tmp}"},
+		"search": {"type": "http", "url": "https://example.test/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"},
+		           "timeout": "45s", "toolPrefix": "s", "required": true,
+		           "reconnect": {"initialInterval": "1s", "maxAttempts": -1, "probeInterval": "off"}},
+		"legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse", "disabled": true, "timeout": 2.5},
+		"blank": {"command": "x", "env": {"V": "${EMPTY:-fallback}"}}
+	}}`
+	vscode := `{"inputs": [], "servers": {"files": {"type": "stdio", "command": "npx", "args": ["${HOME_DIR}"]},
+		"remote": {"type": "streamable-http", "url": "http://127.0.0.1:1/mcp"}}}`
+
+	cfg, err := ParseConfig([]byte(claude), env(vars), WithSource("claude.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := cfg.Servers["files"]
+	if files.Type != "stdio" || files.Args[2] != "/home/me" || files.Env["API_KEY"] != "s3cr3t-token" || files.Cwd != "/tmp" {
+		t.Fatalf("files: %#v", files.key())
+	}
+	search := cfg.Servers["search"]
+	if search.Headers["Authorization"] != "Bearer s3cr3t-token" || search.Timeout != 45*time.Second ||
+		!search.Required || search.Reconnect.MaxAttempts != -1 || search.Reconnect.ProbeInterval != -1 ||
+		search.Reconnect.InitialInterval != time.Second {
+		t.Fatalf("search: %s %+v", search.key(), search.Reconnect)
+	}
+	if l := cfg.Servers["legacy"]; !l.Disabled || l.Timeout != 2500*time.Millisecond {
+		t.Fatalf("legacy: %s", l.key())
+	}
+	if cfg.Servers["blank"].Env["V"] != "fallback" {
+		t.Fatal("${EMPTY:-fallback} did not use the default for an empty variable")
+	}
+	spec, err := cfg.Servers["legacy"].Spec()
+	if err != nil || spec.HTTP == nil || spec.HTTP.Kind != mcphttp.SSE || !spec.Disabled {
+		t.Fatalf("legacy spec: %+v %v", spec, err)
+	}
+
+	cfg, err = ParseConfig([]byte(vscode), env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Servers["files"].Args[0] != "/home/me" || cfg.Servers["remote"].Type != "streamable-http" {
+		t.Fatalf("vscode form: %v", cfg.Servers)
+	}
+}
+
+func TestParseConfigErrorsNameFileServerAndField(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		want       []string
+	}{
+		{"not json", `{`, []string{"bad.json", "not a JSON object"}},
+		{"no servers", `{}`, []string{"mcpServers", "missing"}},
+		{"unknown top key", `{"mcpServers": {}, "extra": 1}`, []string{`field "extra"`, "unknown key"}},
+		{"unknown server key", `{"mcpServers": {"a": {"command": "x", "comand": "y"}}}`,
+			[]string{`server "a"`, `field "comand"`, "unknown key"}},
+		{"wrong type", `{"mcpServers": {"a": {"command": 3}}}`, []string{`server "a"`, `field "command"`, "must be a string"}},
+		{"bad args", `{"mcpServers": {"a": {"command": "x", "args": "y"}}}`, []string{`field "args"`}},
+		{"bad timeout", `{"mcpServers": {"a": {"command": "x", "timeout": "soon"}}}`, []string{`field "timeout"`, `"soon"`}},
+		{"unknown transport", `{"mcpServers": {"a": {"type": "carrier-pigeon", "url": "x"}}}`, []string{`field "type"`, "carrier-pigeon"}},
+		{"neither", `{"mcpServers": {"a": {}}}`, []string{`server "a"`, "command", "missing"}},
+		{"unset variable", `{"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE}"}}}}`,
+			[]string{`field "env.K"`, "NOPE is not set"}},
+		{"bad policy", `{"mcpServers": {"a": {"command": "x", "reconnect": {"multiplier": 0.5, "retries": 3}}}}`,
+			[]string{`field "reconnect.retries"`, "multiplier"}},
+		{"http with command", `{"mcpServers": {"a": {"type": "http", "url": "http://x", "command": "y"}}}`,
+			[]string{"do not apply"}},
+		{"two servers, two errors", `{"mcpServers": {"a": {"command": 1}, "b": {"url": 2}}}`,
+			[]string{`server "a"`, `server "b"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.json), env(nil), WithSource("bad.json"))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if !strings.Contains(err.Error(), "bad.json") {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+func TestConfigNeverShowsSecrets(t *testing.T) {
+	const secret = "hunter2-very-secret"
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {
+		"s": {"command": "srv", "env": {"API_KEY": "`+secret+`"}},
+		"h": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer `+secret+`"}}}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var out []string
+	for name, sc := range cfg.Servers {
+		spec, err := sc.Spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		logger.Info("server", "name", name, "config", sc, "spec", spec)
+		out = append(out, fmt.Sprintf("%v %+v %#v %s %q", sc, sc, sc, sc, sc), fmt.Sprintf("%v %+v", spec, spec))
+		if spec.Stdio != nil {
+			out = append(out, fmt.Sprintf("%v %+v", *spec.Stdio, *spec.Stdio))
+		}
+		if spec.HTTP != nil {
+			out = append(out, fmt.Sprintf("%v %+v", *spec.HTTP, *spec.HTTP))
+		}
+	}
+	out = append(out, fmt.Sprintf("%v %+v", cfg, *cfg), logs.String())
+
+	// A manager that fails to reach them must not leak them either.
+	m := newTestManager(t, WithLogger(logger), WithReadyTimeout(50*time.Millisecond),
+		WithPolicy(lifecycle.Policy{MaxAttempts: 1, InitialInterval: time.Millisecond, ProbeInterval: -1}))
+	rec := record(m)
+	if err := m.Apply(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"s", "h"} {
+		mustWait(t, m, name, lifecycle.PermanentlyFailed)
+		_, err := m.CallTool(testCtx(t), name, "x", nil)
+		st, _ := m.Status(name)
+		out = append(out, fmt.Sprint(err), fmt.Sprintf("%+v", st))
+	}
+	m.Close()
+	<-rec.done
+	for _, e := range rec.snapshot() {
+		out = append(out, fmt.Sprintf("%+v", e))
+	}
+	out = append(out, logs.String())
+	for _, s := range out {
+		if strings.Contains(s, secret) {
+			t.Fatalf("secret leaked in: %s", s)
+		}
+	}
+	if !strings.Contains(strings.Join(out, "\n"), "API_KEY") {
+		t.Fatal("the env name should still be shown, redacted of its value")
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "x", "bogus": 1}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("err = %v, want the path and the field", err)
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "missing.json")); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
+
+// configFor builds a config of in-process servers by giving each entry a
+// command that the test's dialer hook maps to a test server.
+func TestApplyChangesOnlyWhatChanged(t *testing.T) {
+	servers := map[string]*testServer{"a": newTestServer(), "b": newTestServer(), "c": newTestServer()}
+	m := newTestManager(t)
+	// Config entries are stdio; the test swaps their dial for in-process
+	// servers keyed by command, so nothing is spawned.
+	m.opts.dialOverride = func(spec ServerSpec) Dialer {
+		if spec.Stdio == nil {
+			return nil
+		}
+		return servers[spec.Stdio.Command].dialer()
+	}
+	rec := record(m)
+	apply := func(js string) {
+		t.Helper()
+		cfg, err := ParseConfig([]byte(js), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Apply(testCtx(t), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(`{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}}`)
+	mustWait(t, m, "a", lifecycle.Connected)
+	mustWait(t, m, "b", lifecycle.Connected)
+
+	// Add c, change b's args, keep a: a must not blip.
+	apply(`{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b", "args": ["v2"]}, "c": {"command": "c", "required": true}}}`)
+	mustWait(t, m, "b", lifecycle.Connected)
+	// Disable a, remove b.
+	apply(`{"mcpServers": {"a": {"command": "a", "disabled": true}, "c": {"command": "c"}}}`)
+	if st, _ := m.Status("a"); st.State != lifecycle.Disabled {
+		t.Fatalf("a: %v", st.State)
+	}
+	if _, err := m.Status("b"); err == nil {
+		t.Fatal("b was not removed")
+	}
+	// Enable a again, change nothing else: c must not blip.
+	apply(`{"mcpServers": {"a": {"command": "a"}, "c": {"command": "c"}}}`)
+	mustWait(t, m, "a", lifecycle.Connected)
+
+	rec.waitStates(t, "c", "Connecting", "Connected")
+	rec.waitStates(t, "a", "Connecting", "Connected", "Disabling", "Disabled", "Connecting", "Connected")
+	rec.waitStates(t, "b", "Connecting", "Connected", "Closed", "Connecting", "Connected", "Closed")
+	if st, _ := m.Status("c"); st.Generation != 1 || st.State != lifecycle.Connected {
+		t.Fatalf("c blipped: %+v", st)
+	}
+	if n := servers["c"].Dials(); n != 1 {
+		t.Fatalf("c dialled %d times across Applies that did not change it", n)
+	}
+
+	// A server added with Add is not Apply's to manage.
+	mustAdd(t, m, "manual", ServerSpec{Dialer: newTestServer().dialer()})
+	cfg, _ := ParseConfig([]byte(`{"mcpServers": {"manual": {"command": "a"}}}`), env(nil))
+	if err := m.Apply(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "manual") {
+		t.Fatalf("Apply over an Add-ed server: %v", err)
+	}
+	if st, _ := m.Status("manual"); st.State == lifecycle.Closed {
+		t.Fatal("Apply touched a server it does not manage")
+	}
+}
+
+func TestApplyRequiredServerThatCannotConnect(t *testing.T) {
+	m := newTestManager(t, WithPolicy(lifecycle.Policy{MaxAttempts: 1, InitialInterval: time.Millisecond, ProbeInterval: -1}))
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {"gone": {"command": "/nonexistent/mcp-server", "required": true},
+		"fine": {"command": "/nonexistent/other"}}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err = m.Apply(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), `required server "gone"`) || strings.Contains(err.Error(), `"fine"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
