@@ -518,11 +518,11 @@ func (c ServerConfig) key() string {
 	// Field order is fixed and maps marshal sorted, so the key is stable.
 	_ = json.NewEncoder(&b).Encode(struct {
 		T, C, Cwd, U, P string
-		A             []string
-		E, H          map[string]string
-		L             bool
-		D             time.Duration
-		R             *lifecycle.Policy
+		A               []string
+		E, H            map[string]string
+		L               bool
+		D               time.Duration
+		R               *lifecycle.Policy
 	}{c.Type, c.Command, c.Cwd, c.URL, c.ToolPrefix, c.Args, c.Env, c.Headers, c.Lazy, c.Timeout, c.Reconnect})
 	return b.String()
 }

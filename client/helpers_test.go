@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 // tests control, and a Dialer whose connections record what reached them.
 type testServer struct {
 	*inproc.Server
-	calls   atomic.Int64 // tool calls the server executed
+	calls   atomic.Int64  // tool calls the server executed
 	block   chan struct{} // "block" waits on it
 	entered chan struct{} // "block" signals here once it started
 	mu      sync.Mutex

@@ -163,7 +163,9 @@ func TestCloseErrorsDoNotCountAgainstBudget(t *testing.T) {
 		if err := m.Reconnect(testCtx(t), "s"); err != nil {
 			t.Fatal(err)
 		}
-		rec.wait(t, func(e Event) bool { return e.Kind == EventState && e.To == lifecycle.Connected && e.Generation == uint64(i+2) })
+		rec.wait(t, func(e Event) bool {
+			return e.Kind == EventState && e.To == lifecycle.Connected && e.Generation == uint64(i+2)
+		})
 	}
 	rec.wait(t, func(e Event) bool { return e.Kind == EventCloseError && e.Generation >= 3 })
 	st, _ := m.Status("s")
