@@ -8,6 +8,7 @@ NPM_DIR := testdata/npm
 
 test: npm vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 10s ./client/
 
 vet:
 	$(GO) vet ./...

@@ -1,0 +1,62 @@
+package client
+
+import (
+	"fmt"
+	"testing"
+)
+
+// FuzzParseConfig: whatever the input, ParseConfig never panics; what it
+// accepts turns into valid specs; and how an entry prints never depends on
+// its secret values. `make test` runs it briefly; the seed corpus is in
+// testdata/fuzz/FuzzParseConfig.
+func FuzzParseConfig(f *testing.F) {
+	for _, seed := range []string{
+		`{"mcpServers": {"a": {"command": "npx", "args": ["-y", "pkg"], "env": {"K": "${HOME:-/x}"}}}}`,
+		`{"servers": {"b": {"type": "http", "url": "http://127.0.0.1/mcp", "headers": {"Authorization": "Bearer t"}}}}`,
+		`{"mcpServers": {"c": {"type": "sse", "url": "http://h/sse", "timeout": "1m", "disabled": true,
+			"reconnect": {"maxAttempts": -1, "jitter": 0.1, "probeInterval": "off"}}}}`,
+		`{"mcpServers": {"d": {"command": "x", "timeout": 1e300}}}`,
+		`{"mcpServers": {"e": {"command": "${A:-${B}}"}}}`,
+		`{"mcpServers": {"": {}}}`,
+		`[]`, `null`, `{"mcpServers": null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	lookup := WithLookupEnv(func(k string) (string, bool) {
+		if k == "HOME" {
+			return "/home/fuzz", true
+		}
+		return "", false
+	})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data, lookup)
+		if err != nil {
+			if cfg != nil {
+				t.Fatal("error with a config")
+			}
+			return
+		}
+		for name, sc := range cfg.Servers {
+			if _, err := sc.Spec(); err != nil {
+				t.Fatalf("server %q accepted but its spec is invalid: %v", name, err)
+			}
+			redacted := sc
+			redacted.Env = redactValues(sc.Env)
+			redacted.Headers = redactValues(sc.Headers)
+			if fmt.Sprintf("%v", sc) != fmt.Sprintf("%v", redacted) {
+				t.Fatalf("server %q prints its secret values: %v", name, sc)
+			}
+		}
+	})
+}
+
+func redactValues(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = "REDACTED"
+	}
+	return out
+}
