@@ -82,11 +82,11 @@ func benchRestart(b *testing.B, policy lifecycle.Policy, path string) {
 		lastErr error
 	)
 	for b.Loop() {
-		drain(events)
+		drainHTTPEvents(events)
 		srv.Stop()
 		switch path {
 		case "stream":
-			awaitRetry(ctx, b, events)
+			awaitHTTPRetry(ctx, b, events)
 		case "stale":
 			d.awaitDead(ctx, b)
 		}
@@ -120,8 +120,8 @@ func benchRestart(b *testing.B, policy lifecycle.Policy, path string) {
 	}
 }
 
-// drain empties events without waiting.
-func drain(events <-chan Event) {
+// drainHTTPEvents empties events without waiting.
+func drainHTTPEvents(events <-chan Event) {
 	for {
 		select {
 		case <-events:
@@ -131,8 +131,8 @@ func drain(events <-chan Event) {
 	}
 }
 
-// awaitRetry waits for a redial to fail: the server is noticed down.
-func awaitRetry(ctx context.Context, b *testing.B, events <-chan Event) {
+// awaitHTTPRetry waits for a redial to fail: the server is noticed down.
+func awaitHTTPRetry(ctx context.Context, b *testing.B, events <-chan Event) {
 	for {
 		select {
 		case e := <-events:
@@ -156,6 +156,40 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 	srv := httpserver.Start(b, httpserver.MCPGo)
 	args := map[string]any{"message": "hello"}
 
+	// run calls echo on an mcp-go client set up as a host would: the same
+	// client info as the Manager sends (on 2026-07-28 it rides in every
+	// request's _meta), and tools listed first, as the Manager does (mcp-go
+	// then does per-call work for known tools, in both cases alike).
+	run := func(b *testing.B, c *mcpclient.Client, ready func(*mcpclient.Client) error) {
+		if err := c.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"}
+		if _, err := c.Initialize(ctx, init); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		if ready != nil {
+			if err := ready(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "echo"
+		req.Params.Arguments = args
+		b.ReportAllocs()
+		cpu := processCPUTime()
+		for b.Loop() {
+			if _, err := c.CallTool(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(processCPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+	}
+
 	b.Run("impl=raw", func(b *testing.B) {
 		tr, err := transport.NewStreamableHTTP(srv.URL())
 		if err != nil {
@@ -163,31 +197,19 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 		}
 		c := mcpclient.NewClient(tr)
 		defer c.Close()
-		if err := c.Start(ctx); err != nil {
+		run(b, c, nil)
+	})
+
+	// The Manager's transport without the Manager: an mcp-go client on an
+	// HTTP Conn with its notification stream open, to tell the Manager's
+	// own cost from the stream's.
+	b.Run("impl=conn", func(b *testing.B) {
+		conn, err := mcphttp.Dial(ctx, mcphttp.Spec{URL: srv.URL()}, mcphttp.WithLogger(nil))
+		if err != nil {
 			b.Fatal(err)
 		}
-		// The same client info as the Manager sends: on 2026-07-28 it rides
-		// in every request's _meta.
-		init := mcp.InitializeRequest{}
-		init.Params.ClientInfo = mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"}
-		if _, err := c.Initialize(ctx, init); err != nil {
-			b.Fatal(err)
-		}
-		// A host lists tools before calling them, as the Manager does.
-		if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
-			b.Fatal(err)
-		}
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "echo"
-		req.Params.Arguments = args
-		b.ReportAllocs()
-		cpu := cpuTime()
-		for b.Loop() {
-			if _, err := c.CallTool(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		defer conn.Close(ctx)
+		run(b, mcpclient.NewClient(conn.Transport()), func(c *mcpclient.Client) error { return conn.Ready(ctx, c) })
 	})
 
 	b.Run("impl=manager", func(b *testing.B) {
@@ -200,18 +222,18 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
-		cpu := cpuTime()
+		cpu := processCPUTime()
 		for b.Loop() {
 			if _, err := m.CallTool(ctx, "s", "echo", args); err != nil {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(processCPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	})
 }
 
-// cpuTime returns the user and system CPU time the process used so far.
-func cpuTime() time.Duration {
+// processCPUTime returns the user and system CPU time the process used so far.
+func processCPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -17,9 +17,9 @@ import (
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
-// restartable is an HTTP test server that can be stopped and started again
+// restartableServer is an HTTP test server that can be stopped and started again
 // on the same port: an httpserver.Server or an httpserver.Everything.
-type restartable interface {
+type restartableServer interface {
 	URL() string
 	Stop()
 	Restart(testing.TB)
@@ -30,18 +30,18 @@ type restartable interface {
 type unnoticed int
 
 const (
-	// retried: the server forgot the session and rejected the call (404, or
-	// 400 with -32000/-32602); the Manager replaced the runtime and retried
+	// unnoticedRetried: the server forgot the session and rejected the call
+	// (404, or 400 with -32000/-32602); the Manager replaced the runtime and retried
 	// the call on it, transparently.
-	retried unnoticed = iota
-	// oldWorks: the server keeps no session the call depends on (2026-07-28
+	unnoticedRetried unnoticed = iota
+	// unnoticedOldWorks: the server keeps no session the call depends on (2026-07-28
 	// has none; stateless servers check none), so the call succeeds on the
 	// old runtime and nothing is replaced.
-	oldWorks
-	// hangs: the server never answers a request on a session it does not
+	unnoticedOldWorks
+	// unnoticedHangs: the server never answers a request on a session it does not
 	// know (server-everything's SSE transport); only the caller's context
 	// ends the call.
-	hangs
+	unnoticedHangs
 )
 
 func (u unnoticed) String() string { return [...]string{"retried", "old-works", "hangs"}[u] }
@@ -49,7 +49,7 @@ func (u unnoticed) String() string { return [...]string{"retried", "old-works", 
 // httpTarget is one server kind the Manager must survive restarts of.
 type httpTarget struct {
 	name  string
-	start func(t testing.TB) restartable
+	start func(t testing.TB) restartableServer
 	kind  mcphttp.Kind
 	// opts are the Manager's HTTP options for this target (WithHTTPOptions).
 	opts []mcphttp.Option
@@ -65,30 +65,30 @@ type httpTarget struct {
 	wantEcho string
 }
 
-func goKind(k httpserver.Kind) func(t testing.TB) restartable {
-	return func(t testing.TB) restartable { return httpserver.Start(t, k) }
+func goKind(k httpserver.Kind) func(t testing.TB) restartableServer {
+	return func(t testing.TB) restartableServer { return httpserver.Start(t, k) }
 }
 
-func everythingMode(mode string) func(t testing.TB) restartable {
-	return func(t testing.TB) restartable { return httpserver.StartEverything(t, mode) }
+func everythingMode(mode string) func(t testing.TB) restartableServer {
+	return func(t testing.TB) restartableServer { return httpserver.StartEverything(t, mode) }
 }
 
 // httpTargets lists every server kind issue 4 names, in the configuration a
 // host would use (no options), plus mcp-go's stateful server pinned to the
 // handshake, the only protocol on which its statefulness shows.
 var httpTargets = []httpTarget{
-	{name: "mcpgo", start: goKind(httpserver.MCPGo), unnoticed: oldWorks, wantEcho: "hi"},
-	{name: "mcpgo-stateful", start: goKind(httpserver.MCPGoStateful), unnoticed: oldWorks, wantEcho: "hi"},
+	{name: "mcpgo", start: goKind(httpserver.MCPGo), unnoticed: unnoticedOldWorks, wantEcho: "hi"},
+	{name: "mcpgo-stateful", start: goKind(httpserver.MCPGoStateful), unnoticed: unnoticedOldWorks, wantEcho: "hi"},
 	{name: "mcpgo-stateful-legacy", start: goKind(httpserver.MCPGoStateful), opts: []mcphttp.Option{mcphttp.WithLegacyProtocol()},
-		blindLegacy: true, wantLegacy: true, unnoticed: retried, wantEcho: "hi"},
+		blindLegacy: true, wantLegacy: true, unnoticed: unnoticedRetried, wantEcho: "hi"},
 	// mcp-go speaks 2026-07-28 over SSE too; the session is in the POST URL.
-	{name: "mcpgo-sse", start: goKind(httpserver.MCPGoSSE), kind: mcphttp.SSE, unnoticed: retried, wantEcho: "hi"},
+	{name: "mcpgo-sse", start: goKind(httpserver.MCPGoSSE), kind: mcphttp.SSE, unnoticed: unnoticedRetried, wantEcho: "hi"},
 	// Answers server/discover, rejects 2026-07-28 with -32022 at the first
 	// real request: the Manager redials on the handshake by itself.
-	{name: "gosdk-stateful", start: goKind(httpserver.GoSDKStateful), blindLegacy: true, wantLegacy: true, unnoticed: retried, wantEcho: "hi"},
-	{name: "gosdk-stateless", start: goKind(httpserver.GoSDKStateless), unnoticed: oldWorks, wantEcho: "hi"},
-	{name: "everything-streamable", start: everythingMode(httpserver.EverythingStreamable), wantLegacy: true, unnoticed: retried, wantEcho: "Echo: hi"},
-	{name: "everything-sse", start: everythingMode(httpserver.EverythingSSE), kind: mcphttp.SSE, wantLegacy: true, unnoticed: hangs, wantEcho: "Echo: hi"},
+	{name: "gosdk-stateful", start: goKind(httpserver.GoSDKStateful), blindLegacy: true, wantLegacy: true, unnoticed: unnoticedRetried, wantEcho: "hi"},
+	{name: "gosdk-stateless", start: goKind(httpserver.GoSDKStateless), unnoticed: unnoticedOldWorks, wantEcho: "hi"},
+	{name: "everything-streamable", start: everythingMode(httpserver.EverythingStreamable), wantLegacy: true, unnoticed: unnoticedRetried, wantEcho: "Echo: hi"},
+	{name: "everything-sse", start: everythingMode(httpserver.EverythingSSE), kind: mcphttp.SSE, wantLegacy: true, unnoticed: unnoticedHangs, wantEcho: "Echo: hi"},
 }
 
 // httpPolicy redials quickly and forever, so that a restart is picked up
@@ -112,8 +112,8 @@ func newHTTPManager(t *testing.T, tt httpTarget) *Manager {
 		WithHTTPOptions(tt.opts...))
 }
 
-// mustEcho calls echo through the Manager and checks the answer.
-func mustEcho(ctx context.Context, t *testing.T, m *Manager, tt httpTarget, what string) {
+// mustHTTPEcho calls echo through the Manager and checks the answer.
+func mustHTTPEcho(ctx context.Context, t *testing.T, m *Manager, tt httpTarget, what string) {
 	t.Helper()
 	res, err := m.CallTool(ctx, "s", "echo", map[string]any{"message": "hi"})
 	if err != nil {
@@ -124,7 +124,7 @@ func mustEcho(ctx context.Context, t *testing.T, m *Manager, tt httpTarget, what
 	}
 }
 
-func mustStatus(t *testing.T, m *Manager) ServerStatus {
+func mustHTTPStatus(t *testing.T, m *Manager) ServerStatus {
 	t.Helper()
 	st, err := m.Status("s")
 	if err != nil {
@@ -133,8 +133,8 @@ func mustStatus(t *testing.T, m *Manager) ServerStatus {
 	return st
 }
 
-// stateEvent returns the n-th state event of server "s" (0-based).
-func stateEvent(t *testing.T, rec *recorder, n int) Event {
+// nthStateEvent returns the n-th state event of server "s" (0-based).
+func nthStateEvent(t *testing.T, rec *recorder, n int) Event {
 	t.Helper()
 	i := 0
 	for _, e := range rec.snapshot() {
@@ -173,8 +173,8 @@ func TestHTTPRestart(t *testing.T) {
 			rec := record(m)
 			mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL(), Kind: tt.kind}})
 			mustWait(t, m, "s", lifecycle.Connected)
-			mustEcho(ctx, t, m, tt, "before the restart")
-			st := mustStatus(t, m)
+			mustHTTPEcho(ctx, t, m, tt, "before the restart")
+			st := mustHTTPStatus(t, m)
 			if st.Generation != 1 || mcp.IsModernProtocol(st.Protocol) == tt.wantLegacy {
 				t.Fatalf("generation %d protocol %q, want generation 1, legacy %v", st.Generation, st.Protocol, tt.wantLegacy)
 			}
@@ -184,7 +184,7 @@ func TestHTTPRestart(t *testing.T) {
 			stopped := time.Now()
 			srv.Stop()
 			rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting")
-			lost := stateEvent(t, rec, 2)
+			lost := nthStateEvent(t, rec, 2)
 			t.Logf("Reconnecting %v after the stop: %v", lost.Time.Sub(stopped).Round(time.Microsecond), lost.Err)
 			if !errors.Is(lost.Err, mcphttp.ErrStreamLost) || lost.Generation != 1 {
 				t.Errorf("Reconnecting event: generation %d cause %v, want generation 1 and ErrStreamLost", lost.Generation, lost.Err)
@@ -214,16 +214,16 @@ func TestHTTPRestart(t *testing.T) {
 			// Restart on the same port: the next call simply works.
 			srv.Restart(t)
 			restarted := time.Now()
-			mustEcho(ctx, t, m, tt, "after the restart")
+			mustHTTPEcho(ctx, t, m, tt, "after the restart")
 			t.Logf("first call succeeded %v after the restart", time.Since(restarted).Round(time.Microsecond))
-			if st := mustStatus(t, m); st.Generation != 2 || st.State != lifecycle.Connected {
+			if st := mustHTTPStatus(t, m); st.Generation != 2 || st.State != lifecycle.Connected {
 				t.Errorf("after the restart: %v generation %d, want Connected generation 2", st.State, st.Generation)
 			}
 			rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting", "Connected")
-			if e := stateEvent(t, rec, 3); e.Generation != 2 {
+			if e := nthStateEvent(t, rec, 3); e.Generation != 2 {
 				t.Errorf("Connected event of generation %d, want 2", e.Generation)
 			}
-			mustEcho(ctx, t, m, tt, "again")
+			mustHTTPEcho(ctx, t, m, tt, "again")
 
 			// The new runtime listens again: list_changed from the new
 			// server reaches generation 2 and republishes its catalog.
@@ -283,8 +283,11 @@ func (d *blindDialer) awaitDead(ctx context.Context, t testing.TB) {
 }
 
 // TestHTTPRestartUnnoticed shows what the first call after a restart meets
-// when nothing told the Manager the stream was lost (a server without a
-// stream, or a call that wins the race with the stream's loss):
+// when nothing told the Manager the stream was lost, as with a server that
+// offers no stream. (A call that merely races the stream's loss within the
+// first millisecond is another story: it usually goes out on a keep-alive
+// connection to the dead server and fails with EOF, outcome unknown; see
+// BenchmarkHTTPRestart path=immediate.)
 //
 //   - retried: the server rejects the stale session; the Manager replaces
 //     the runtime and retries the call once, and the host sees no error;
@@ -304,39 +307,39 @@ func TestHTTPRestartUnnoticed(t *testing.T) {
 			d := &blindDialer{spec: mcphttp.Spec{URL: srv.URL(), Kind: tt.kind}, legacy: tt.blindLegacy}
 			mustAdd(t, m, "s", ServerSpec{Dialer: d.dial})
 			mustWait(t, m, "s", lifecycle.Connected)
-			mustEcho(ctx, t, m, tt, "before the restart")
+			mustHTTPEcho(ctx, t, m, tt, "before the restart")
 
 			srv.Stop()
 			d.awaitDead(ctx, t)
 			srv.Restart(t)
 			switch tt.unnoticed {
-			case retried:
-				mustEcho(ctx, t, m, tt, "after the restart")
+			case unnoticedRetried:
+				mustHTTPEcho(ctx, t, m, tt, "after the restart")
 				rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting", "Connected")
-				lost := stateEvent(t, rec, 2)
+				lost := nthStateEvent(t, rec, 2)
 				if !mcphttp.IsStaleSession(lost.Err) || !errors.Is(lost.Err, transport.ErrSessionTerminated) || lost.Generation != 1 {
 					t.Errorf("Reconnecting event: generation %d cause %v, want generation 1 and a stale session", lost.Generation, lost.Err)
 				}
 				t.Logf("stale session, retried: %v", lost.Err)
-				if st := mustStatus(t, m); st.Generation != 2 {
+				if st := mustHTTPStatus(t, m); st.Generation != 2 {
 					t.Errorf("generation %d, want 2", st.Generation)
 				}
-			case oldWorks:
-				mustEcho(ctx, t, m, tt, "after the restart")
-				if st := mustStatus(t, m); st.Generation != 1 || st.State != lifecycle.Connected {
+			case unnoticedOldWorks:
+				mustHTTPEcho(ctx, t, m, tt, "after the restart")
+				if st := mustHTTPStatus(t, m); st.Generation != 1 || st.State != lifecycle.Connected {
 					t.Errorf("%v generation %d, want Connected generation 1: nothing to replace", st.State, st.Generation)
 				}
 				if got := states(rec.snapshot(), "s"); len(got) != 2 {
 					t.Errorf("states %v, want Connecting, Connected only", got)
 				}
-			case hangs:
+			case unnoticedHangs:
 				callCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				_, err := m.CallTool(callCtx, "s", "echo", map[string]any{"message": "hi"})
 				cancel()
 				if !errors.Is(err, context.DeadlineExceeded) || mcphttp.IsStaleSession(err) {
 					t.Errorf("call after the restart: %v, want only the caller's deadline", err)
 				}
-				if st := mustStatus(t, m); st.Generation != 1 || st.State != lifecycle.Connected {
+				if st := mustHTTPStatus(t, m); st.Generation != 1 || st.State != lifecycle.Connected {
 					t.Errorf("%v generation %d, want Connected generation 1", st.State, st.Generation)
 				}
 				t.Logf("unanswered: %v", err)
@@ -420,9 +423,9 @@ func TestHTTPLateStaleSessionFromOldGeneration(t *testing.T) {
 			}
 		})
 	}
-	mustEcho(ctx, t, m, tt, "on generation 2")
+	mustHTTPEcho(ctx, t, m, tt, "on generation 2")
 	rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting", "Connected")
-	if st := mustStatus(t, m); st.Generation != 2 {
+	if st := mustHTTPStatus(t, m); st.Generation != 2 {
 		t.Errorf("generation %d, want 2", st.Generation)
 	}
 }
