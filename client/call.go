@@ -147,6 +147,7 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 			}
 			return zero, fmt.Errorf("mcpfleet: server %q: %w", server, err)
 		default: // outcomeLost
+			err = explain(l.conn, err)
 			s.lost(l, err)
 			if !retried && replayable(s) {
 				retried = true

@@ -50,15 +50,26 @@ func (m *Manager) dial(ctx context.Context, s *slot, legacy bool) (*lease, error
 	if err := m.dialSem.Acquire(ctx, 1); err != nil {
 		return nil, err
 	}
-	defer m.dialSem.Release(1)
+	release := sync.OnceFunc(func() { m.dialSem.Release(1) })
+	defer release()
 	ctx, cancel := context.WithTimeout(ctx, m.opts.dialTimeout)
 	defer cancel()
 
-	l, err := m.dialOnce(ctx, s, legacy)
+	// Connections of failed attempts are closed after the dial slot is
+	// released: a child that ignores stdin EOF takes the close grace to
+	// go, and must not hold up other servers' dials meanwhile.
+	var failed []Conn
+	defer func() {
+		release()
+		for _, c := range failed {
+			m.closeConn(c)
+		}
+	}()
+	l, err := m.dialOnce(ctx, s, legacy, &failed)
 	if err != nil && !legacy && mcphttp.IsUnsupportedProtocol(err) && ctx.Err() == nil {
 		m.opts.logger.Info("mcpfleet: server rejected protocol 2026-07-28; using the initialize handshake",
 			"server", s.name)
-		if l, err = m.dialOnce(ctx, s, true); err == nil {
+		if l, err = m.dialOnce(ctx, s, true, &failed); err == nil {
 			s.mu.Lock()
 			s.legacy = true
 			s.mu.Unlock()
@@ -67,7 +78,15 @@ func (m *Manager) dial(ctx context.Context, s *slot, legacy bool) (*lease, error
 	return l, err
 }
 
-func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool) (*lease, error) {
+// closeConn closes the connection of a failed dial, bounded by the close
+// timeout. Nothing was installed, so there is nothing to report.
+func (m *Manager) closeConn(c Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.closeTimeout)
+	defer cancel()
+	_ = c.Close(ctx)
+}
+
+func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]Conn) (*lease, error) {
 	conn, err := s.spec.dialer(&m.opts, legacy)(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
@@ -76,25 +95,8 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool) (*lease, e
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	fail := func(step string, err error) (*lease, error) {
 		l.cancel()
-		// A failed handshake can race the transport's own news of the
-		// death (mcp-go sees EOF before the exit watcher reaps): give the
-		// Conn a moment to say why.
-		if mcphttp.IsTransportFatal(err) {
-			t := time.NewTimer(deathReportWait)
-			select {
-			case <-conn.Done():
-			case <-t.C:
-			}
-			t.Stop()
-		}
-		// The Conn may know better than the error why the step failed:
-		// the child exited, the stream dropped.
-		if cerr := connErr(conn); cerr != nil && !errors.Is(err, cerr) {
-			err = fmt.Errorf("%w (%w)", err, cerr)
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.closeTimeout)
-		defer cancel()
-		_ = conn.Close(cctx)
+		err = explain(conn, err)
+		*failed = append(*failed, conn)
 		return nil, fmt.Errorf("%s: %w", step, err)
 	}
 
@@ -253,9 +255,28 @@ func connErr(c Conn) error {
 
 var errConnDone = errors.New("connection closed")
 
-// deathReportWait bounds how long a failed dial waits for its Conn to
-// report why it died.
-const deathReportWait = 200 * time.Millisecond
+// deathReportWait bounds how long a failure waits for its Conn to report
+// why it died.
+const deathReportWait = 100 * time.Millisecond
+
+// explain adds the Conn's own account of its death to a transport-fatal
+// err. mcp-go sees a dead child's EOF before the exit watcher has reaped it,
+// so the account may be a moment behind: wait for it, briefly.
+func explain(c Conn, err error) error {
+	if !mcphttp.IsTransportFatal(err) {
+		return err
+	}
+	t := time.NewTimer(deathReportWait)
+	defer t.Stop()
+	select {
+	case <-c.Done():
+	case <-t.C:
+	}
+	if cause := connErr(c); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
+}
 
 // connLost is the cause recorded when a Conn's Done channel closed.
 func connLost(c Conn) error {
@@ -295,13 +316,13 @@ func (s *slot) goCloseLeaseLocked(l *lease) {
 }
 
 // teardown finishes what stopLocked started: it waits for the abandoned
-// connect loop, lets in-flight calls drain (bounded by ctx and the drain
+// connect loops, lets in-flight calls drain (bounded by ctx and the drain
 // timeout), then closes the runtime.
-func (m *Manager) teardown(ctx context.Context, s *slot, l *lease, r *runner) error {
-	if r != nil {
-		<-r.done // the loop's dial honours its cancelled context
-	}
-	// Closes started earlier are bounded by the close timeout each.
+func (m *Manager) teardown(ctx context.Context, s *slot, l *lease) error {
+	// Connect loops, abandoned ones too, end promptly: their dials honour
+	// the cancelled context. Closes started earlier are bounded by the
+	// close timeout each.
+	s.runners.Wait()
 	defer s.closing.Wait()
 	if l == nil {
 		return nil

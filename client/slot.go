@@ -26,9 +26,12 @@ type slot struct {
 	configKey string
 
 	// closing counts this slot's detached runtimes still being closed in
-	// the background; Disable and Remove wait for them too, so that no
+	// the background, and runners counts its connect loops, abandoned ones
+	// included. Both are added to under mu only; Disable and Remove wait
+	// for both after leaving the states that start either, so that no
 	// runtime of the slot outlives them.
 	closing sync.WaitGroup
+	runners sync.WaitGroup
 
 	mu         sync.Mutex
 	state      lifecycle.State
@@ -144,6 +147,7 @@ func (s *slot) connectLocked(to lifecycle.State, wait time.Duration, probing boo
 		s.nextRetry = s.m.opts.clock.Now().Add(wait)
 	}
 	s.m.wg.Add(1)
+	s.runners.Add(1)
 	go s.connectLoop(ctx, r, wait, probing)
 }
 
@@ -152,6 +156,7 @@ func (s *slot) connectLocked(to lifecycle.State, wait time.Duration, probing boo
 // slow probe interval, without further state changes until one succeeds.
 func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, probing bool) {
 	defer s.m.wg.Done()
+	defer s.runners.Done()
 	defer close(r.done)
 	defer r.cancel()
 	clock := s.m.opts.clock
@@ -296,7 +301,7 @@ func (s *slot) detachLocked() *lease {
 
 // stopLocked cancels the connect loop and detaches the lease, moving to
 // state to (Disabling or Closed).
-func (s *slot) stopLocked(to lifecycle.State) (*lease, *runner) {
+func (s *slot) stopLocked(to lifecycle.State) *lease {
 	r := s.run
 	if r != nil {
 		s.run = nil
@@ -305,7 +310,7 @@ func (s *slot) stopLocked(to lifecycle.State) (*lease, *runner) {
 	l := s.detachLocked()
 	s.nextRetry = time.Time{}
 	s.setStateLocked(to, nil)
-	return l, r
+	return l
 }
 
 // waitSettledLocked waits, releasing the lock, while another Disable is
@@ -339,10 +344,10 @@ func (s *slot) disable(ctx context.Context) error {
 		s.mu.Unlock()
 		return serverError(ErrClosed, s.name, nil)
 	}
-	l, r := s.stopLocked(lifecycle.Disabling)
+	l := s.stopLocked(lifecycle.Disabling)
 	s.mu.Unlock()
 
-	s.m.teardown(ctx, s, l, r)
+	s.m.teardown(ctx, s, l)
 
 	s.mu.Lock()
 	if s.state == lifecycle.Disabling {
@@ -413,9 +418,9 @@ func (s *slot) shutdown(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
-	l, r := s.stopLocked(lifecycle.Closed)
+	l := s.stopLocked(lifecycle.Closed)
 	s.mu.Unlock()
-	return s.m.teardown(ctx, s, l, r)
+	return s.m.teardown(ctx, s, l)
 }
 
 func (s *slot) status() ServerStatus {
