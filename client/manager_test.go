@@ -524,3 +524,37 @@ func TestCatalogKeptWhileReconnectingAndListChangedRefresh(t *testing.T) {
 		t.Fatalf("last good catalog not kept while Reconnecting: %v %v", c, ok)
 	}
 }
+
+func TestToolNameCollisionQuarantinesTheNewcomer(t *testing.T) {
+	first, second := newTestServer(), newTestServer()
+	m := newTestManager(t)
+	rec := record(m)
+	mustAdd(t, m, "one", ServerSpec{Dialer: first.dialer(), ToolPrefix: "shared"})
+	mustWait(t, m, "one", lifecycle.Connected)
+	mustAdd(t, m, "two", ServerSpec{Dialer: second.dialer(), ToolPrefix: "shared"})
+	mustWait(t, m, "two", lifecycle.Connected)
+
+	e := rec.wait(t, func(e Event) bool { return e.Kind == EventCatalog && e.Server == "two" })
+	if len(e.Diff.Quarantined) == 0 {
+		t.Fatalf("catalog event of the newcomer reports no quarantine: %+v", e.Diff)
+	}
+	tool, ok := m.View().Tool("shared__echo")
+	if !ok || tool.Server != "one" {
+		t.Fatalf("shared__echo held by %q, want the first server", tool.Server)
+	}
+	st, _ := m.Status("two")
+	if len(st.Quarantined) != len(first.MCPServer().ListTools()) || st.Quarantined[0].Holder != "one" {
+		t.Fatalf("status of the newcomer: quarantined %+v", st.Quarantined)
+	}
+	// The rest of the View is unaffected, and calls by server still work.
+	if _, err := m.CallTool(testCtx(t), "two", "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	// When the holder goes, the newcomer's tool takes the name.
+	if err := m.Disable(testCtx(t), "one"); err != nil {
+		t.Fatal(err)
+	}
+	if tool, ok := m.View().Tool("shared__echo"); !ok || tool.Server != "two" {
+		t.Fatalf("after the holder left: %+v %v", tool, ok)
+	}
+}

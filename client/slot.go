@@ -443,9 +443,15 @@ func (s *slot) status() ServerStatus {
 			st.Stderr = e.Stderr()
 		}
 	}
-	if c, ok := s.m.pub.View().Catalog(s.name); ok {
+	v := s.m.pub.View()
+	if c, ok := v.Catalog(s.name); ok {
 		st.Tools = len(c.Tools)
 		st.ServerInfo = c.ServerInfo
+	}
+	for _, q := range v.Quarantined() {
+		if q.Server == s.name {
+			st.Quarantined = append(st.Quarantined, q)
+		}
 	}
 	return st
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/snapshot"
 )
 
 // ServerStatus is a plain snapshot of one server, safe to keep and print.
@@ -26,4 +27,7 @@ type ServerStatus struct {
 	Protocol string
 	// Stderr holds the last lines a stdio server wrote to stderr.
 	Stderr []string
+	// Quarantined lists this server's tools left out of the View because
+	// another server's tool holds the same qualified name.
+	Quarantined []snapshot.Quarantine
 }
