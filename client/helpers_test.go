@@ -41,6 +41,10 @@ type testServer struct {
 	staleNext atomic.Bool
 	// closeErr is returned by every Close of a connection of this server.
 	closeErr error
+	// listCalls counts tools/list requests; while listGate is set they
+	// wait for it to close.
+	listCalls atomic.Int64
+	listGate  atomic.Pointer[chan struct{}]
 }
 
 func newTestServer() *testServer {
@@ -163,6 +167,16 @@ type recTransport struct {
 func (t *recTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	if t.c.closed.Load() {
 		t.c.afterClose.Add(1)
+	}
+	if req.Method == string(mcp.MethodToolsList) {
+		t.c.ts.listCalls.Add(1)
+		if gate := t.c.ts.listGate.Load(); gate != nil {
+			select {
+			case <-*gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 	}
 	if req.Method == string(mcp.MethodToolsCall) && t.c.ts.staleNext.CompareAndSwap(true, false) {
 		return nil, transport.ErrSessionTerminated

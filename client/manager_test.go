@@ -558,3 +558,58 @@ func TestToolNameCollisionQuarantinesTheNewcomer(t *testing.T) {
 		t.Fatalf("after the holder left: %+v %v", tool, ok)
 	}
 }
+
+func TestListChangedStormCoalesces(t *testing.T) {
+	ts := newTestServer()
+	m := newTestManager(t)
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+	mustWait(t, m, "s", lifecycle.Connected)
+	base := ts.listCalls.Load() // the catalog fetch at connect
+
+	gate := make(chan struct{})
+	ts.listGate.Store(&gate)
+	notify := func() { ts.MCPServer().SendNotificationToAllClients("notifications/tools/list_changed", nil) }
+	notify()
+	waitCount(t, &ts.listCalls, base+1) // the first refresh is in flight, held at the gate
+	for range 100 {
+		notify()
+	}
+	close(gate)
+	waitCount(t, &ts.listCalls, base+2) // the storm queued exactly one more
+	// A sentinel change made after the storm shows up with one refresh of
+	// its own: the 100 notifications did not queue 100 refreshes.
+	ts.MCPServer().AddTool(newTool("sentinel"), nil)
+	ctx := testCtx(t)
+	for {
+		v := m.View()
+		if _, ok := v.Tool("s__sentinel"); ok {
+			break
+		}
+		select {
+		case <-v.Changed():
+		case <-ctx.Done():
+			t.Fatal("sentinel tool never published")
+		}
+	}
+	// The second refresh may already have seen the sentinel, in which case
+	// the sentinel's own notification makes a third or is still queued.
+	if got := ts.listCalls.Load() - base; got < 2 || got > 3 {
+		t.Fatalf("%d refreshes for a storm of 101 notifications and one sentinel, want 2 or 3", got)
+	}
+}
+
+// waitCount waits until c reaches n; the counter has no event to wait on,
+// so it is polled, bounded by the test's context.
+func waitCount(t *testing.T, c interface{ Load() int64 }, n int64) {
+	t.Helper()
+	ctx := testCtx(t)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for c.Load() < n {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("counter at %d, want %d", c.Load(), n)
+		}
+	}
+}
