@@ -1,6 +1,7 @@
 // Command demo shows mcpfleet keeping a small fleet of MCP servers usable
-// while one crashes and another is switched off and on again. It needs
-// nothing but Go: the servers run in this process.
+// through a crash, a server restart and a switch off and on. It needs
+// nothing but Go: the stdio servers are this program re-executed, and the
+// HTTP server listens on 127.0.0.1.
 //
 //	go run ./examples/demo
 package main
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -18,11 +20,17 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/inproc"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
+// serverEnv, when set, makes this program an MCP server over stdio named
+// by its value instead of the demo.
+const serverEnv = "MCPFLEET_DEMO_SERVER"
+
 func main() {
+	serveIfChild()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := run(ctx, os.Stdout); err != nil {
@@ -31,23 +39,55 @@ func main() {
 	}
 }
 
-// newServer builds an in-process MCP server with one tool that answers
-// with its name and the text it was given.
-func newServer(name, tool string) *inproc.Server {
+// serveIfChild runs the stdio server this process was started as, if any,
+// and exits.
+func serveIfChild() {
+	name := os.Getenv(serverEnv)
+	if name == "" {
+		return
+	}
+	if err := server.ServeStdio(newServer(name)); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// newServer builds an MCP server with a "lookup" tool that answers with
+// the server's name and its process id.
+func newServer(name string) *server.MCPServer {
 	srv := server.NewMCPServer(name, "1.0", server.WithToolCapabilities(true))
-	srv.AddTool(mcp.NewTool(tool, mcp.WithString("text"), mcp.WithReadOnlyHintAnnotation(true)),
+	srv.AddTool(mcp.NewTool("lookup", mcp.WithString("text"), mcp.WithReadOnlyHintAnnotation(true)),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText(name + " says " + r.GetString("text", "")), nil
+			return mcp.NewToolResultText(fmt.Sprintf("%s (pid %d) found %q", name, os.Getpid(), r.GetString("text", ""))), nil
 		})
-	return inproc.New(srv)
+	srv.AddTool(mcp.NewTool("pid", mcp.WithReadOnlyHintAnnotation(true)),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(fmt.Sprint(os.Getpid())), nil
+		})
+	return srv
+}
+
+// stdioSpec runs this program as the stdio server name.
+func stdioSpec(name string) (*stdio.Spec, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return &stdio.Spec{Command: exe, Env: map[string]string{
+		serverEnv: name,
+		// Under the race detector (the demo's test) a child would
+		// otherwise linger a second at exit.
+		"GORACE": "atexit_sleep_ms=0",
+	}}, nil
 }
 
 func run(ctx context.Context, w io.Writer) error {
-	servers := map[string]*inproc.Server{
-		"weather": newServer("weather", "forecast"),
-		"files":   newServer("files", "read"),
-		"notes":   newServer("notes", "search"),
+	web, err := startHTTP("127.0.0.1:0", newServer("search"))
+	if err != nil {
+		return err
 	}
+	defer func() { web.stop() }()
+
 	m := client.New(client.WithReadyTimeout(5 * time.Second))
 	defer m.Close()
 
@@ -69,62 +109,91 @@ func run(ctx context.Context, w io.Writer) error {
 		lines = append(lines, line{time.Now(), fmt.Sprintf(format, args...)})
 	}
 	step := func(format string, args ...any) { say("== "+format, args...) }
-	call := func(qualified string) {
-		res, err := m.Call(ctx, qualified, map[string]any{"text": "hello"})
+	call := func(qualified string) string {
+		res, err := m.Call(ctx, qualified, map[string]any{"text": "mcp"})
 		if err != nil {
 			say("   call %s: error: %v", qualified, err)
-			return
+			return ""
 		}
 		say("   call %s: %s", qualified, resultText(res))
+		return resultText(res)
+	}
+	waitState := func(name string, st lifecycle.State) error {
+		if err := m.WaitFor(ctx, name, st); err != nil {
+			return err
+		}
+		say("   %s is %s", name, st)
+		return nil
 	}
 
-	step("adding three servers")
-	for _, name := range []string{"weather", "files", "notes"} {
-		if err := m.Add(ctx, name, client.ServerSpec{Dialer: client.InProcessServer(servers[name])}); err != nil {
+	step("adding two stdio servers and one HTTP server at %s", web.url)
+	for _, name := range []string{"files", "notes"} {
+		spec, err := stdioSpec(name)
+		if err != nil {
+			return err
+		}
+		if err := m.Add(ctx, name, client.ServerSpec{Stdio: spec}); err != nil {
 			return err
 		}
 	}
-	for name := range servers {
+	if err := m.Add(ctx, "search", client.ServerSpec{HTTP: &mcphttp.Spec{URL: web.url}}); err != nil {
+		return err
+	}
+	for _, name := range []string{"files", "notes", "search"} {
 		if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
 			return err
 		}
 	}
-	tools := m.View().Tools()
-	names := make([]string, len(tools))
-	for i, t := range tools {
-		names[i] = t.Qualified
+	var names []string
+	for _, t := range m.View().Tools() {
+		names = append(names, t.Qualified)
 	}
 	say("   view v%d: %s", m.View().Version(), strings.Join(names, ", "))
-	call("weather__forecast")
+	call("files__lookup")
 
-	step("crashing the files server; the manager reconnects it by itself")
-	servers["files"].Kill(nil)
-	call("files__read") // waits for the new generation, then goes through
-	st, err := m.Status("files")
-	if err != nil {
+	step("crashing the files server (SIGKILL); the manager reconnects it by itself")
+	var pid int
+	fmt.Sscan(call("files__pid"), &pid)
+	if pid <= 0 {
+		return fmt.Errorf("no pid from files")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return err
 	}
-	say("   files is %s at generation %d", st.State, st.Generation)
+	if err := waitState("files", lifecycle.Reconnecting); err != nil {
+		return err
+	}
+	call("files__lookup") // waits for the new child, then goes through
+
+	step("restarting the HTTP server on the same address")
+	web.stop()
+	if err := waitState("search", lifecycle.Reconnecting); err != nil {
+		return err
+	}
+	if web, err = startHTTP(web.addr, newServer("search")); err != nil {
+		return err
+	}
+	call("search__lookup") // no error: the manager redials the new server
 
 	step("disabling notes: calls fail fast, its tools leave the view")
 	if err := m.Disable(ctx, "notes"); err != nil {
 		return err
 	}
-	call("notes__search")
-	_, err = m.CallTool(ctx, "notes", "search", nil)
-	say("   call notes/search: error: %v", err)
+	call("notes__lookup")
+	_, err = m.CallTool(ctx, "notes", "lookup", nil)
+	say("   call notes/lookup: error: %v", err)
 
 	step("enabling notes again")
 	if err := m.Enable(ctx, "notes"); err != nil {
 		return err
 	}
-	if err := m.WaitFor(ctx, "notes", lifecycle.Connected); err != nil {
+	if err := waitState("notes", lifecycle.Connected); err != nil {
 		return err
 	}
-	call("notes__search")
+	call("notes__lookup")
 
 	statuses := m.Statuses()
-	step("closing the manager")
+	step("closing the manager: every child is reaped")
 	if err := m.Close(); err != nil {
 		return err
 	}
@@ -136,12 +205,12 @@ func run(ctx context.Context, w io.Writer) error {
 	i := 0
 	for _, e := range received {
 		for ; i < len(lines) && !lines[i].at.After(e.Time); i++ {
-			fmt.Fprintf(w, "%7.2f  %s\n", ms(lines[i].at.Sub(start)), lines[i].text)
+			fmt.Fprintf(w, "%8.1f  %s\n", ms(lines[i].at.Sub(start)), lines[i].text)
 		}
-		fmt.Fprintf(w, "%7.2f  > %s\n", ms(e.Time.Sub(start)), describe(e))
+		fmt.Fprintf(w, "%8.1f  > %s\n", ms(e.Time.Sub(start)), describe(e))
 	}
 	for ; i < len(lines); i++ {
-		fmt.Fprintf(w, "%7.2f  %s\n", ms(lines[i].at.Sub(start)), lines[i].text)
+		fmt.Fprintf(w, "%8.1f  %s\n", ms(lines[i].at.Sub(start)), lines[i].text)
 	}
 	fmt.Fprintln(w, "\nfinal status (before close)")
 	printStatus(w, statuses)
@@ -158,15 +227,17 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func describe(e client.Event) string {
 	switch e.Kind {
 	case client.EventState:
-		s := fmt.Sprintf("%-8s %s -> %s (generation %d)", e.Server, e.From, e.To, e.Generation)
+		s := fmt.Sprintf("%-7s %s -> %s (generation %d)", e.Server, e.From, e.To, e.Generation)
 		if e.Err != nil {
 			s += ": " + e.Err.Error()
 		}
 		return s
 	case client.EventCatalog:
-		return fmt.Sprintf("%-8s catalog added %v removed %v changed %v", e.Server, e.Diff.Added, e.Diff.Removed, e.Diff.Changed)
+		return fmt.Sprintf("%-7s catalog added %v removed %v changed %v", e.Server, e.Diff.Added, e.Diff.Removed, e.Diff.Changed)
+	case client.EventRetry:
+		return fmt.Sprintf("%-7s retry %d at +%v: %v", e.Server, e.Attempt, e.NextRetry.Sub(e.Time).Round(time.Millisecond), e.Err)
 	default:
-		return fmt.Sprintf("%-8s %s: %v", e.Server, e.Kind, e.Err)
+		return fmt.Sprintf("%-7s %s: %v", e.Server, e.Kind, e.Err)
 	}
 }
 
