@@ -45,6 +45,8 @@ type testServer struct {
 	// wait for it to close.
 	listCalls atomic.Int64
 	listGate  atomic.Pointer[chan struct{}]
+	// listFail makes tools/list answer with a JSON-RPC error.
+	listFail atomic.Bool
 }
 
 func newTestServer() *testServer {
@@ -176,6 +178,10 @@ func (t *recTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
+		}
+		if t.c.ts.listFail.Load() {
+			return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID,
+				Error: &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: "test: list is broken"}}, nil
 		}
 	}
 	if req.Method == string(mcp.MethodToolsCall) && t.c.ts.staleNext.CompareAndSwap(true, false) {

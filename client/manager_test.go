@@ -613,3 +613,34 @@ func waitCount(t *testing.T, c interface{ Load() int64 }, n int64) {
 		}
 	}
 }
+
+func TestFailedRefreshKeepsLastGoodCatalog(t *testing.T) {
+	ts := newTestServer()
+	m := newTestManager(t)
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+	mustWait(t, m, "s", lifecycle.Connected)
+	before := m.View()
+
+	// tools/list now fails: the server is up but its list is broken.
+	gate := make(chan struct{})
+	ts.listGate.Store(&gate)
+	ts.MCPServer().AddTool(newTool("late"), nil)
+	waitCount(t, &ts.listCalls, 2)
+	ts.listFail.Store(true)
+	close(gate)
+	e := rec.wait(t, func(e Event) bool { return e.Kind == EventCatalogError })
+	if e.Err == nil || e.Server != "s" {
+		t.Fatalf("catalog error event: %+v", e)
+	}
+	st, _ := m.Status("s")
+	if st.CatalogError == nil || st.State != lifecycle.Connected {
+		t.Fatalf("status after a failed refresh: %+v", st)
+	}
+	if m.View() != before {
+		t.Fatal("a failed refresh replaced the View")
+	}
+	if _, ok := m.View().Tool("s__echo"); !ok {
+		t.Fatal("last good tools lost")
+	}
+}
