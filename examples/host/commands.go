@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// status prints one row per server.
+func (h *host) status(w io.Writer) {
+	statuses := h.m.Statuses()
+	if len(statuses) == 0 {
+		fmt.Fprintln(w, "no servers")
+		return
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tGEN\tTOOLS\tQUARANTINED\tRETRY\tLAST ERROR")
+	for _, s := range statuses {
+		retry := "-"
+		switch {
+		case !s.NextRetry.IsZero():
+			retry = fmt.Sprintf("#%d in %s", s.Attempt+1, s.NextRetry.Sub(now).Round(time.Millisecond))
+		case s.Attempt > 0:
+			retry = fmt.Sprintf("%d failed", s.Attempt)
+		}
+		lastErr := "-"
+		switch {
+		case s.LastError != nil:
+			lastErr = short(s.LastError.Error())
+		case s.CatalogError != nil:
+			lastErr = short("catalog: " + s.CatalogError.Error())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n",
+			s.Name, s.State, s.Generation, s.Tools, len(s.Quarantined), retry, lastErr)
+	}
+	tw.Flush()
+}
+
+// tools lists the View's tools, of one server or of all, and the tools
+// left out of it by a name collision.
+func (h *host) tools(w io.Writer, server string) {
+	if server != "" {
+		if _, err := h.m.Status(server); err != nil {
+			fmt.Fprintf(w, "tools: %v\n", err)
+			return
+		}
+	}
+	view := h.m.View()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	n := 0
+	tools := view.Tools()
+	for i := range tools {
+		t := &tools[i]
+		if server != "" && t.Server != server {
+			continue
+		}
+		n++
+		fmt.Fprintf(tw, "%s\t%s\n", t.Qualified, firstLine(t.Tool.Description))
+	}
+	for _, q := range view.Quarantined() {
+		if server != "" && q.Server != server {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t(quarantined: %s's tool %q has the name %s held by %s)\n",
+			"-", q.Server, q.Tool, q.Qualified, q.Holder)
+	}
+	tw.Flush()
+	if n == 0 {
+		if server != "" {
+			fmt.Fprintf(w, "no tools published for %s\n", server)
+		} else {
+			fmt.Fprintln(w, "no tools published")
+		}
+	}
+}
+
+// call calls a tool with the JSON object in args and prints what came back.
+func (h *host) call(ctx context.Context, w io.Writer, line string) {
+	name, raw, _ := strings.Cut(line, " ")
+	if name == "" {
+		fmt.Fprintln(w, `call: usage: call <server__tool> [{"json": "arguments"}]`)
+		return
+	}
+	args, err := parseArgs(raw)
+	if err != nil {
+		fmt.Fprintf(w, "call: bad arguments: %v\n", err)
+		return
+	}
+	start := time.Now()
+	res, err := h.m.Call(ctx, name, args)
+	took := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		fmt.Fprintf(w, "call %s: error after %s: %v\n", name, took, err)
+		if errors.Is(err, client.ErrToolNotFound) {
+			fmt.Fprintln(w, "  (tools lists the names the view has now)")
+		}
+		return
+	}
+	if res.IsError {
+		fmt.Fprintf(w, "call %s: TOOL ERROR (isError) after %s:\n", name, took)
+	} else {
+		fmt.Fprintf(w, "call %s: ok after %s:\n", name, took)
+	}
+	for _, c := range res.Content {
+		fmt.Fprintln(w, indent(contentText(c)))
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			fmt.Fprintln(w, indent(string(b)))
+		}
+	}
+}
+
+// parseArgs decodes a call's arguments: nothing, or one JSON object.
+func parseArgs(raw string) (map[string]any, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber() // pass large integers through as the user wrote them
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("invalid JSON: more than one value")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
+	}
+	return obj, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// contentText renders one content item of a result as text.
+func contentText(c mcp.Content) string {
+	switch c := c.(type) {
+	case mcp.TextContent:
+		return c.Text
+	case mcp.ImageContent:
+		return fmt.Sprintf("[image %s, %d base64 bytes]", c.MIMEType, len(c.Data))
+	case mcp.AudioContent:
+		return fmt.Sprintf("[audio %s, %d base64 bytes]", c.MIMEType, len(c.Data))
+	case mcp.ResourceLink:
+		return fmt.Sprintf("[resource link %s]", c.URI)
+	case mcp.EmbeddedResource:
+		if t, ok := c.Resource.(mcp.TextResourceContents); ok {
+			return fmt.Sprintf("[resource %s]\n%s", t.URI, t.Text)
+		}
+		return "[embedded resource]"
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Sprintf("[%T]", c)
+	}
+	return string(b)
+}
+
+// toggle runs enable, disable or reconnect on one server.
+func (h *host) toggle(ctx context.Context, w io.Writer, verb, name string) {
+	if name == "" || strings.ContainsRune(name, ' ') {
+		fmt.Fprintf(w, "%s: usage: %s <server>\n", verb, verb)
+		return
+	}
+	var err error
+	switch verb {
+	case "enable":
+		err = h.m.Enable(ctx, name)
+	case "disable":
+		err = h.m.Disable(ctx, name)
+	case "reconnect":
+		err = h.m.Reconnect(ctx, name)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "%s %s: %v\n", verb, name, err)
+		return
+	}
+	st, err := h.m.Status(name)
+	if err != nil {
+		fmt.Fprintf(w, "%s %s: done; %v\n", verb, name, err)
+		return
+	}
+	// Disable has finished by now; Enable and Reconnect have only started.
+	fmt.Fprintf(w, "%s %s: done; now %s\n", verb, name, st.State)
+}
+
+// stderr prints what a stdio server last wrote to its stderr.
+func (h *host) stderr(w io.Writer, name string) {
+	st, err := h.m.Status(name)
+	if err != nil {
+		fmt.Fprintf(w, "stderr: %v\n", err)
+		return
+	}
+	if len(st.Stderr) == 0 {
+		fmt.Fprintf(w, "%s wrote nothing to stderr\n", name)
+		return
+	}
+	for _, l := range st.Stderr {
+		fmt.Fprintf(w, "%s! %s\n", name, l)
+	}
+}
+
+// reload re-reads the config file, applies it, and says what changed.
+//
+// Apply does not say what it did, so the host works it out: the servers
+// before and after say what was added and removed and which flipped between
+// on and off; the two configs say which entries changed, which Apply
+// restarts.
+func (h *host) reload(ctx context.Context, w io.Writer) {
+	cfg, err := client.LoadConfig(h.path)
+	if err != nil {
+		fmt.Fprintf(w, "reload: %v\n(nothing changed)\n", err)
+		return
+	}
+	before := stateByName(h.m.Statuses())
+	actx, cancel := context.WithTimeout(ctx, applyTimeout)
+	applyErr := h.m.Apply(actx, cfg)
+	cancel()
+	after := stateByName(h.m.Statuses())
+	old := h.cfg
+	h.cfg = cfg
+
+	var added, removed, restarted, enabled, disabled []string
+	for name, st := range after {
+		was, existed := before[name]
+		switch {
+		case !existed:
+			added = append(added, name)
+		case restartedEntry(old, cfg, name):
+			restarted = append(restarted, name)
+		case off(was) && !off(st):
+			enabled = append(enabled, name)
+		case !off(was) && off(st):
+			disabled = append(disabled, name)
+		}
+	}
+	for name := range before {
+		if _, ok := after[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	var parts []string
+	for _, c := range []struct {
+		what  string
+		names []string
+	}{{"added", added}, {"removed", removed}, {"restarted", restarted}, {"enabled", enabled}, {"disabled", disabled}} {
+		if len(c.names) > 0 {
+			slices.Sort(c.names)
+			parts = append(parts, c.what+" "+strings.Join(c.names, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		parts = []string{"no changes"}
+	}
+	fmt.Fprintf(w, "reload %s: %s\n", h.path, strings.Join(parts, "; "))
+	if applyErr != nil {
+		fmt.Fprintf(w, "reload: apply: %v\n", applyErr)
+	}
+}
+
+func stateByName(statuses []client.ServerStatus) map[string]lifecycle.State {
+	m := make(map[string]lifecycle.State, len(statuses))
+	for _, s := range statuses {
+		m[s.Name] = s.State
+	}
+	return m
+}
+
+// off reports whether a state is the host's doing: switched off or on the
+// way there.
+func off(s lifecycle.State) bool { return s == lifecycle.Disabled || s == lifecycle.Disabling }
+
+// restartedEntry reports whether name's entry changed in a way Apply
+// restarts the server for: anything but the disabled and required flags.
+func restartedEntry(old, cur *client.Config, name string) bool {
+	if old == nil {
+		return false
+	}
+	a, okA := old.Servers[name]
+	b, okB := cur.Servers[name]
+	if !okA || !okB {
+		return false
+	}
+	a.Disabled, a.Required = false, false
+	b.Disabled, b.Required = false, false
+	return !reflect.DeepEqual(a, b)
+}
+
+// short makes an error fit a table cell: its first line, at most 60 runes.
+func short(s string) string {
+	s = firstLine(s)
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:59]) + "…"
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(s)
+}
+
+func indent(s string) string {
+	var b bytes.Buffer
+	for l := range strings.Lines(s) {
+		b.WriteString("  " + l)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

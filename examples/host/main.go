@@ -1,0 +1,207 @@
+// Command host is a small interactive MCP host to keep open while writing
+// an MCP server. It loads a config file in the mcpServers form (Claude
+// Desktop, Cursor, .mcp.json) or the VS Code servers form, connects every
+// server through an mcpfleet Manager, prints a live timeline of what the
+// servers do, and reads commands from stdin, one per line:
+//
+//	go run ./examples/host -config mcp.json
+//
+//	status                  every server: state, generation, tools, retries, last error
+//	tools [server]          qualified tool names with the first line of their description
+//	call <tool> [json]      call a tool by its qualified name with a JSON object of arguments
+//	enable <server>         switch a server on
+//	disable <server>        switch a server off
+//	reconnect <server>      replace a server's runtime, with a fresh reconnect budget
+//	stderr <server>         the last lines a stdio server wrote to stderr
+//	reload                  re-read the config file and apply what changed
+//	help                    this list
+//	quit                    close every server and exit (so does end of input)
+//
+// Timeline lines start with "* " and appear as things happen, between the
+// answers to commands.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/client"
+)
+
+// applyTimeout bounds one Apply, which waits for the servers marked
+// required to connect.
+const applyTimeout = 30 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp), errors.Is(err, context.Canceled):
+	default:
+		fmt.Fprintln(os.Stderr, "host:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole host: main gives it the process's arguments and stdio,
+// the test gives it a pipe. It returns once stdin says quit or ends, or ctx
+// ends, after closing every server.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) (err error) {
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	path := fs.String("config", "mcp.json", "config `file` in the mcpServers or VS Code servers form")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg, err := client.LoadConfig(*path)
+	if err != nil {
+		return err
+	}
+
+	h := &host{m: client.New(), path: *path, cfg: cfg, out: stdout}
+	events, _ := h.m.Subscribe(0)
+	timelineDone := make(chan struct{})
+	go func() {
+		defer close(timelineDone)
+		h.timeline(events)
+	}()
+	defer func() {
+		// Close delivers the last events (every server going Closed) and
+		// then closes the subscription, which ends the timeline.
+		if cerr := h.m.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		<-timelineDone
+	}()
+
+	h.printf("host: %d servers from %s; type help for commands\n", len(cfg.Servers), *path)
+	actx, cancel := context.WithTimeout(ctx, applyTimeout)
+	err = h.m.Apply(actx, cfg)
+	cancel()
+	if err != nil {
+		// One bad entry does not stop the others: show it and carry on,
+		// so that the developer can fix the file and reload.
+		h.printf("apply: %v\n", err)
+	}
+
+	lines, stopReading := readLines(stdin)
+	defer stopReading()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case line, ok := <-lines:
+			if !ok {
+				return nil // end of input is quit
+			}
+			if !h.command(ctx, line) {
+				return nil
+			}
+		}
+	}
+}
+
+// readLines reads r line by line on its own goroutine, so that the command
+// loop can also watch its context: a read from a terminal cannot be
+// interrupted. The goroutine ends when r does, or when stop is called and
+// it has finished the read in progress.
+func readLines(r io.Reader) (lines <-chan string, stop func()) {
+	ch := make(chan string)
+	done := make(chan struct{})
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20) // call arguments can be long
+		for sc.Scan() {
+			select {
+			case ch <- sc.Text():
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return ch, func() { once.Do(func() { close(done) }) }
+}
+
+// host is the state of one run: the manager, the config it last applied,
+// and the output that commands and the timeline share.
+type host struct {
+	m    *client.Manager
+	path string
+
+	// cfg is the config last loaded. Only the command loop touches it.
+	cfg *client.Config
+
+	// mu guards out, so that a command's answer and a timeline line never
+	// interleave: each is written whole under it.
+	mu  sync.Mutex
+	out io.Writer
+}
+
+// write writes s to the output in one piece.
+func (h *host) write(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	io.WriteString(h.out, s)
+}
+
+func (h *host) printf(format string, args ...any) { h.write(fmt.Sprintf(format, args...)) }
+
+// command runs one line of input and reports whether to keep going.
+func (h *host) command(ctx context.Context, line string) bool {
+	line = strings.TrimSpace(line)
+	verb, rest, _ := strings.Cut(line, " ")
+	rest = strings.TrimSpace(rest)
+	var b strings.Builder
+	switch verb {
+	case "":
+		return true
+	case "quit", "exit":
+		return false
+	case "help":
+		b.WriteString(helpText)
+	case "status":
+		h.status(&b)
+	case "tools":
+		h.tools(&b, rest)
+	case "call":
+		h.call(ctx, &b, rest)
+	case "enable", "disable", "reconnect":
+		h.toggle(ctx, &b, verb, rest)
+	case "stderr":
+		h.stderr(&b, rest)
+	case "reload":
+		h.reload(ctx, &b)
+	default:
+		fmt.Fprintf(&b, "unknown command %q; type help\n", verb)
+	}
+	h.write(b.String())
+	return true
+}
+
+const helpText = `commands:
+  status                  every server: state, generation, tools, retries, last error
+  tools [server]          qualified tool names with their descriptions
+  call <tool> [json]      call a tool, e.g. call files__read {"path": "/tmp/a"}
+  enable <server>         switch a server on
+  disable <server>        switch a server off
+  reconnect <server>      replace a server's runtime, with a fresh reconnect budget
+  stderr <server>         the last lines a stdio server wrote to stderr
+  reload                  re-read the config file and apply what changed
+  quit                    close every server and exit
+`

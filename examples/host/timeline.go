@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/snapshot"
+)
+
+// timeline prints every event as it arrives, until the subscription is
+// closed.
+func (h *host) timeline(events <-chan client.Event) {
+	for e := range events {
+		var b strings.Builder
+		if e.Dropped > 0 {
+			fmt.Fprintf(&b, "* (%d events lost: the timeline fell behind)\n", e.Dropped)
+		}
+		fmt.Fprintf(&b, "* %s %s\n", e.Time.Format("15:04:05.000"), describe(e))
+		h.write(b.String())
+	}
+}
+
+// describe renders one event on one line.
+func describe(e client.Event) string {
+	var s string
+	switch e.Kind {
+	case client.EventState:
+		s = fmt.Sprintf("%s %s -> %s (generation %d)", e.Server, e.From, e.To, e.Generation)
+	case client.EventRetry:
+		s = fmt.Sprintf("%s retry #%d in %s", e.Server, e.Attempt+1, e.NextRetry.Sub(e.Time).Round(time.Millisecond))
+	case client.EventCatalog:
+		s = e.Server + " catalog" + diffText(e.Diff)
+	default:
+		s = fmt.Sprintf("%s %s", e.Server, e.Kind)
+	}
+	if e.Err != nil {
+		s += ": " + firstLine(e.Err.Error())
+	}
+	return s
+}
+
+// diffText says what a catalog change did, leaving out what did not change.
+func diffText(d *snapshot.Diff) string {
+	if d == nil {
+		return ""
+	}
+	var b strings.Builder
+	list := func(what string, names []string) {
+		if len(names) > 0 {
+			fmt.Fprintf(&b, " %s %s;", what, strings.Join(names, " "))
+		}
+	}
+	list("added", d.Added)
+	list("removed", d.Removed)
+	list("changed", d.Changed)
+	for _, q := range d.Quarantined {
+		fmt.Fprintf(&b, " quarantined %s (%s's %s: name held by %s);", q.Qualified, q.Server, q.Tool, q.Holder)
+	}
+	for _, q := range d.Promoted {
+		fmt.Fprintf(&b, " promoted %s (%s's %s);", q.Qualified, q.Server, q.Tool)
+	}
+	for _, f := range []struct {
+		on   bool
+		what string
+	}{{d.PromptsChanged, "prompts"}, {d.ResourcesChanged, "resources"}, {d.ResourceTemplatesChanged, "resource templates"}, {d.InfoChanged, "server info"}} {
+		if f.on {
+			fmt.Fprintf(&b, " %s changed;", f.what)
+		}
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
