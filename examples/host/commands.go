@@ -32,8 +32,10 @@ func (h *host) status(w io.Writer) {
 	for _, s := range statuses {
 		retry := "-"
 		switch {
-		case !s.NextRetry.IsZero():
+		case !s.NextRetry.IsZero() && s.NextRetry.After(now):
 			retry = fmt.Sprintf("#%d in %s", s.Attempt+1, s.NextRetry.Sub(now).Round(time.Millisecond))
+		case !s.NextRetry.IsZero():
+			retry = fmt.Sprintf("#%d dialing", s.Attempt+1)
 		case s.Attempt > 0:
 			retry = fmt.Sprintf("%d failed", s.Attempt)
 		}
@@ -223,7 +225,13 @@ func (h *host) stderr(w io.Writer, name string) {
 		return
 	}
 	if len(st.Stderr) == 0 {
-		fmt.Fprintf(w, "%s wrote nothing to stderr\n", name)
+		// Status keeps stderr only for a live runtime; a server that died
+		// at start has its last lines in the error that ended it.
+		if st.LastError != nil {
+			fmt.Fprintf(w, "%s has no live runtime; its last error:\n%s\n", name, indent(st.LastError.Error()))
+		} else {
+			fmt.Fprintf(w, "%s wrote nothing to stderr\n", name)
+		}
 		return
 	}
 	for _, l := range st.Stderr {

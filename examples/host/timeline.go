@@ -64,7 +64,12 @@ func diffText(d *snapshot.Diff) string {
 	for _, f := range []struct {
 		on   bool
 		what string
-	}{{d.PromptsChanged, "prompts"}, {d.ResourcesChanged, "resources"}, {d.ResourceTemplatesChanged, "resource templates"}, {d.InfoChanged, "server info"}} {
+	}{
+		{d.PromptsChanged, "prompts"}, {d.ResourcesChanged, "resources"}, {d.ResourceTemplatesChanged, "resource templates"},
+		// A catalog coming or going changes the info too; say so only
+		// when it is the news.
+		{d.InfoChanged && len(d.Added) == 0 && len(d.Removed) == 0, "server info"},
+	} {
 		if f.on {
 			fmt.Fprintf(&b, " %s changed;", f.what)
 		}

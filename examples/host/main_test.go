@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcpfleet/mcpfleet/internal/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/proctest"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary doubles as the stdio servers the config starts.
+	faultserver.Main()
+	goleak.VerifyTestMain(m)
+}
+
+// TestHost drives the host through its stdin as a developer would: look at
+// the fleet, call tools, switch a server off and on, edit the config file
+// and reload it, quit.
+func TestHost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	web := httpserver.Start(t, httpserver.MCPGo)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, map[string]any{
+		"a":      stdioEntry(faultserver.ModeNormal),
+		"b":      stdioEntry(faultserver.ModeNormal),
+		"broken": stdioEntry(faultserver.ModeExitAtStart),
+		"web":    map[string]any{"url": web.URL()},
+	})
+
+	stdin, in := io.Pipe()
+	out := newLineLog()
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, []string{"-config", path}, stdin, out) }()
+	h := &driver{t: t, ctx: ctx, in: in, out: out}
+
+	for _, name := range []string{"a", "b", "web"} {
+		h.expectEvent(" " + name + " Connecting -> Connected (generation 1)")
+	}
+	// A server that dies at start is retried; status says when and why.
+	h.expectEvent(" broken retry #2 in ", "exit status 3")
+
+	h.send("status")
+	h.expect("SERVER", "STATE", "GEN", "TOOLS", "QUARANTINED", "RETRY", "LAST ERROR")
+	h.expectRow("a", "Connected", "1", "4", "0", "-", "-")
+	h.expectRow("b", "Connected", "1", "4", "0", "-", "-")
+	h.expectRow("broken", "Connecting", "0", "0", "0")
+	h.expectRow("web", "Connected", "1")
+
+	h.send("tools")
+	h.expect("a__echo", "Returns its text argument.")
+	h.expect("b__add", "Returns a+b.")
+	h.expect("web__echo")
+
+	h.send("tools b")
+	h.expect("b__add")
+	if line, ok := h.find(func(l string) bool { return strings.HasPrefix(l, "a__") }); ok {
+		t.Errorf("tools b lists a tool of a: %q", line)
+	}
+
+	h.send(`call a__echo {"text":"hi"}`)
+	h.expect("call a__echo: ok")
+	h.expectLine("  hi")
+
+	h.send(`call a__echo {bad`)
+	h.expect("call: bad arguments: invalid JSON")
+	h.send(`call a__echo ["x"]`)
+	h.expect("call: bad arguments: arguments must be a JSON object, not an array")
+	h.send(`call a__echo {}`)
+	h.expect("call a__echo: TOOL ERROR (isError)")
+	h.send(`call nope__echo {}`)
+	h.expect("call nope__echo: error", "tool not found")
+	h.send(`call b__add {"a": 2, "b": 40}`) // still here after all that
+	h.expect("call b__add: ok")
+	h.expectLine("  42")
+
+	h.send("disable b")
+	h.expect("disable b: done; now Disabled")
+	h.send("status")
+	h.expectRow("b", "Disabled")
+	h.send(`call b__add {"a": 1, "b": 1}`)
+	h.expect("call b__add: error", "tool not found")
+
+	h.send("enable b")
+	h.expectEvent(" b Connecting -> Connected")
+
+	h.send("reconnect a")
+	h.expect("reconnect a: done")
+	h.expectEvent(" a ", "-> Connected (generation 2)")
+
+	h.send("stderr broken")
+	h.expect("broken has no live runtime; its last error:")
+	h.expect("exit status 3", faultserver.ExitAtStartLine)
+	h.send("stderr nope")
+	h.expect("stderr: ", "unknown server")
+	h.send("frobnicate")
+	h.expect(`unknown command "frobnicate"`)
+
+	// The developer edits the file: b goes, c comes, web is switched off.
+	writeConfig(t, path, map[string]any{
+		"a":      stdioEntry(faultserver.ModeNormal),
+		"broken": stdioEntry(faultserver.ModeExitAtStart),
+		"c":      stdioEntry(faultserver.ModeNormal),
+		"web":    map[string]any{"url": web.URL(), "disabled": true},
+	})
+	h.send("reload")
+	h.expect("reload " + path + ": added c; removed b; disabled web")
+	h.expectEvent(" c Connecting -> Connected (generation 1)")
+	h.send(`call c__echo {"text":"from c"}`)
+	h.expectLine("  from c")
+	h.send("status")
+	h.expectRow("a", "Connected", "2") // untouched by the reload: same runtime
+	h.expectRow("c", "Connected", "1")
+	h.expectRow("web", "Disabled")
+
+	h.send("reload")
+	h.expect("reload " + path + ": no changes")
+
+	h.send("help")
+	h.expect("commands:")
+	h.send("quit")
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out)
+		}
+	case <-ctx.Done():
+		t.Fatalf("run did not return after quit\n%s", out)
+	}
+	in.Close() // ends the host's stdin reader
+	h.expectEvent(" a Connected -> Closed")
+	h.expectEvent(" c Connected -> Closed")
+	proctest.NoChildren(t)
+	if t.Failed() || testing.Verbose() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
+// TestHostEOF checks that the end of stdin quits like quit does, and that
+// a config file that does not parse stops the host with an error naming it.
+func TestHostEOF(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, map[string]any{"a": stdioEntry(faultserver.ModeNormal)})
+	out := newLineLog()
+	if err := run(ctx, []string{"-config", path}, strings.NewReader("status\n"), out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	proctest.NoChildren(t)
+
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {"a": {"comand": "x"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := run(ctx, []string{"-config", path}, strings.NewReader(""), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "comand") {
+		t.Errorf("run with a bad config: got %v, want an error naming the file and the bad key", err)
+	}
+}
+
+// stdioEntry is a config entry that starts the fault server: this test
+// binary, re-executed.
+func stdioEntry(mode string) map[string]any {
+	inv := faultserver.Command(mode)
+	return map[string]any{"command": inv.Path, "args": inv.Args, "env": inv.Env}
+}
+
+func writeConfig(t *testing.T, path string, servers map[string]any) {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Write and rename, so that the host never reads half a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// driver types commands into the host and reads what it prints.
+type driver struct {
+	t   *testing.T
+	ctx context.Context
+	in  io.Writer
+	out *lineLog
+	// sent is the first line printed after the last command was sent.
+	sent int
+	// mark is the first output line the next expectation looks at: sent,
+	// or the line after the last one expect matched.
+	mark int
+}
+
+func (d *driver) send(cmd string) {
+	d.t.Helper()
+	d.sent = d.out.len()
+	d.mark = d.sent
+	if _, err := fmt.Fprintln(d.in, cmd); err != nil {
+		d.t.Fatalf("send %q: %v", cmd, err)
+	}
+}
+
+// expect waits for an answer line (not a timeline line) after the mark that
+// contains every part, and moves the mark past it, so that consecutive
+// expectations match in order.
+func (d *driver) expect(parts ...string) {
+	d.t.Helper()
+	d.wait(fmt.Sprintf("a line containing %q", parts), func(l string) bool {
+		return !strings.HasPrefix(l, "* ") && containsAll(l, parts)
+	})
+}
+
+// expectEvent waits for a timeline line printed since the last command was
+// sent that contains every part. It leaves the mark alone: events arrive on
+// their own schedule, before or after the command's answer.
+func (d *driver) expectEvent(parts ...string) {
+	d.t.Helper()
+	what := fmt.Sprintf("an event containing %q", parts)
+	if _, err := d.out.waitFor(d.ctx, d.sent, func(l string) bool {
+		return strings.HasPrefix(l, "* ") && containsAll(l, parts)
+	}); err != nil {
+		d.t.Fatalf("waiting for %s: %v\noutput:\n%s", what, err, d.out)
+	}
+}
+
+// expectRow waits for a status row of server whose columns begin with
+// cols.
+func (d *driver) expectRow(server string, cols ...string) {
+	d.t.Helper()
+	want := append([]string{server}, cols...)
+	d.wait(fmt.Sprintf("a status row %q", want), func(l string) bool {
+		f := strings.Fields(l)
+		return len(f) >= len(want) && slices.Equal(f[:len(want)], want)
+	})
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// expectLine waits for a line after the mark equal to want.
+func (d *driver) expectLine(want string) {
+	d.t.Helper()
+	d.wait(fmt.Sprintf("the line %q", want), func(l string) bool { return l == want })
+}
+
+func (d *driver) wait(what string, match func(string) bool) {
+	d.t.Helper()
+	i, err := d.out.waitFor(d.ctx, d.mark, match)
+	if err != nil {
+		d.t.Fatalf("waiting for %s: %v\noutput:\n%s", what, err, d.out)
+	}
+	d.mark = i + 1
+}
+
+// find reports a line printed since the last command was sent that
+// matches, without waiting.
+func (d *driver) find(match func(string) bool) (string, bool) {
+	for _, l := range d.out.snapshot()[d.sent:] {
+		if match(l) {
+			return l, true
+		}
+	}
+	return "", false
+}
+
+// lineLog is an io.Writer that keeps what is written as lines and wakes
+// whoever waits for a new one.
+type lineLog struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	grew    chan struct{} // closed and replaced when a line is added
+}
+
+func newLineLog() *lineLog { return &lineLog{grew: make(chan struct{})} }
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	added := false
+	for {
+		i := strings.IndexByte(string(l.partial), '\n')
+		if i < 0 {
+			break
+		}
+		l.lines = append(l.lines, string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+		added = true
+	}
+	if added {
+		close(l.grew)
+		l.grew = make(chan struct{})
+	}
+	return len(p), nil
+}
+
+func (l *lineLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines)
+}
+
+func (l *lineLog) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// waitFor returns the index of the first line at or after from that
+// matches, waiting for more lines until ctx ends.
+func (l *lineLog) waitFor(ctx context.Context, from int, match func(string) bool) (int, error) {
+	for {
+		l.mu.Lock()
+		for i := from; i < len(l.lines); i++ {
+			if match(l.lines[i]) {
+				l.mu.Unlock()
+				return i, nil
+			}
+		}
+		from = len(l.lines)
+		grew := l.grew
+		l.mu.Unlock()
+		select {
+		case <-grew:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+func (l *lineLog) String() string { return strings.Join(l.snapshot(), "\n") }
