@@ -104,6 +104,13 @@ func (h *host) call(ctx context.Context, w io.Writer, line string) {
 	}
 	start := time.Now()
 	res, err := h.m.Call(ctx, name, args)
+	if errors.Is(err, client.ErrToolNotFound) {
+		if server, tool, ok := h.unpublished(name); ok {
+			// Its server has no catalog yet (first connect under way, or
+			// lazy): CallTool waits for it, where Call cannot route.
+			res, err = h.m.CallTool(ctx, server, tool, args)
+		}
+	}
 	took := time.Since(start).Round(time.Millisecond)
 	if err != nil {
 		fmt.Fprintf(w, "call %s: error after %s: %v\n", name, took, err)
@@ -125,6 +132,30 @@ func (h *host) call(ctx context.Context, w io.Writer, line string) {
 			fmt.Fprintln(w, indent(string(b)))
 		}
 	}
+}
+
+// unpublished splits a qualified name whose server has published no
+// catalog yet into that server and the tool, as the default separator and
+// the config's tool prefixes make them. It cannot undo the short form the
+// View gives a long name, but a long name is not typed by hand.
+func (h *host) unpublished(qualified string) (server, tool string, ok bool) {
+	for name, sc := range h.cfg.Servers {
+		prefix := name
+		if sc.ToolPrefix != "" {
+			prefix = sc.ToolPrefix
+		}
+		tool, ok := strings.CutPrefix(qualified, prefix+separator)
+		if !ok || tool == "" {
+			continue
+		}
+		if _, published := h.m.View().Catalog(name); published {
+			continue // the tool is really not there
+		}
+		if st, err := h.m.Status(name); err == nil && st.State.Accepting() {
+			return name, tool, true
+		}
+	}
+	return "", "", false
 }
 
 // parseArgs decodes a call's arguments: nothing, or one JSON object.

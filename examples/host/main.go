@@ -42,6 +42,10 @@ import (
 // required to connect.
 const applyTimeout = 30 * time.Second
 
+// separator joins a server's name and a tool's in qualified names: the
+// Manager's default, which the host does not change.
+const separator = "__"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

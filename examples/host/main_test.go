@@ -39,6 +39,7 @@ func TestHost(t *testing.T) {
 		"a":      stdioEntry(faultserver.ModeNormal),
 		"b":      stdioEntry(faultserver.ModeNormal),
 		"broken": stdioEntry(faultserver.ModeExitAtStart),
+		"lazy":   lazyEntry(),
 		"web":    map[string]any{"url": web.URL()},
 	})
 
@@ -59,6 +60,7 @@ func TestHost(t *testing.T) {
 	h.expectRow("a", "Connected", "1", "4", "0", "-", "-")
 	h.expectRow("b", "Connected", "1", "4", "0", "-", "-")
 	h.expectRow("broken", "Connecting", "0", "0", "0")
+	h.expectRow("lazy", "Disconnected", "0", "0", "0")
 	h.expectRow("web", "Connected", "1")
 
 	h.send("tools")
@@ -75,6 +77,13 @@ func TestHost(t *testing.T) {
 	h.send(`call a__echo {"text":"hi"}`)
 	h.expect("call a__echo: ok")
 	h.expectLine("  hi")
+
+	// A lazy server has no tools in the view until its first call, which
+	// the host routes to it by name.
+	h.send(`call lazy__echo {"text":"awake"}`)
+	h.expect("call lazy__echo: ok")
+	h.expectLine("  awake")
+	h.expectEvent(" lazy Disconnected -> Connecting")
 
 	h.send(`call a__echo {bad`)
 	h.expect("call: bad arguments: invalid JSON")
@@ -115,6 +124,7 @@ func TestHost(t *testing.T) {
 		"a":      stdioEntry(faultserver.ModeNormal),
 		"broken": stdioEntry(faultserver.ModeExitAtStart),
 		"c":      stdioEntry(faultserver.ModeNormal),
+		"lazy":   lazyEntry(),
 		"web":    map[string]any{"url": web.URL(), "disabled": true},
 	})
 	h.send("reload")
@@ -125,6 +135,7 @@ func TestHost(t *testing.T) {
 	h.send("status")
 	h.expectRow("a", "Connected", "2") // untouched by the reload: same runtime
 	h.expectRow("c", "Connected", "1")
+	h.expectRow("lazy", "Connected", "1")
 	h.expectRow("web", "Disabled")
 
 	h.send("reload")
@@ -170,6 +181,13 @@ func TestHostEOF(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "comand") {
 		t.Errorf("run with a bad config: got %v, want an error naming the file and the bad key", err)
 	}
+}
+
+// lazyEntry is a config entry for a fault server that starts on first use.
+func lazyEntry() map[string]any {
+	e := stdioEntry(faultserver.ModeNormal)
+	e["lazy"] = true
+	return e
 }
 
 // stdioEntry is a config entry that starts the fault server: this test
