@@ -17,7 +17,8 @@ import (
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	timeout time.Duration
+	timeout  time.Duration
+	progress func(mcp.ProgressNotification) // WithProgress
 }
 
 // WithCallTimeout bounds this call, overriding the server's spec Timeout.
@@ -34,13 +35,15 @@ func WithCallTimeout(d time.Duration) CallOption {
 // once on the next runtime. A request lost in flight is replayed once only if
 // the tool declares readOnlyHint or idempotentHint; otherwise the error
 // wraps ErrOutcomeUnknown. A result with IsError set is a result, not an
-// error.
+// error. WithProgress hands the call's progress notifications to a callback.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
 	return do(ctx, m, server, opts, func(s *slot) bool { return s.replayable(tool) },
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.CallToolResult, error) {
+			req := req
+			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
 			return c.CallTool(ctx, req)
 		})
 }
@@ -63,6 +66,8 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 	req.Params.Arguments = args
 	return do(ctx, m, server, opts, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.GetPromptResult, error) {
+			req := req
+			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
 			return c.GetPrompt(ctx, req)
 		})
 }
@@ -74,6 +79,8 @@ func (m *Manager) ReadResource(ctx context.Context, server, uri string, opts ...
 	req.Params.URI = uri
 	return do(ctx, m, server, opts, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.ReadResourceResult, error) {
+			req := req
+			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
 			return c.ReadResource(ctx, req)
 		})
 }
@@ -90,19 +97,22 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 		return zero, err
 	}
 	timeout := s.spec.Timeout
-	if len(opts) > 0 {
-		var o callOptions
-		for _, opt := range opts {
-			opt(&o)
-		}
-		if o.timeout > 0 {
-			timeout = o.timeout
-		}
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.timeout > 0 {
+		timeout = o.timeout
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
+	}
+	if o.progress != nil {
+		var done func()
+		ctx, done = m.trackProgress(ctx, server, o.progress)
+		defer done()
 	}
 	if s.sem != nil {
 		if err := s.sem.Acquire(ctx, 1); err != nil {

@@ -25,9 +25,16 @@ const (
 	// EventCatalogError: refreshing a list after list_changed failed; the
 	// last good list stays published.
 	EventCatalogError
+	// EventLog: the server sent a log message (notifications/message); Log
+	// holds it. SetLevel chooses which levels it sends.
+	EventLog
+	// EventResourceUpdated: a resource the host subscribed to with
+	// SubscribeResource changed (notifications/resources/updated); URI
+	// names it, and may be a sub-resource of the one subscribed to.
+	EventResourceUpdated
 )
 
-var eventKindNames = [...]string{"state", "retry", "catalog", "close-error", "catalog-error"}
+var eventKindNames = [...]string{"state", "retry", "catalog", "close-error", "catalog-error", "log", "resource-updated"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) {
@@ -48,6 +55,8 @@ type Event struct {
 	NextRetry  time.Time       // when the next dial is due; zero if none
 	Err        error           // the cause, if any
 	Diff       *snapshot.Diff  // for EventCatalog
+	Log        *LogMessage     // for EventLog
+	URI        string          // for EventResourceUpdated
 	// Dropped counts the events this subscriber lost, because its buffer
 	// was full, just before this one.
 	Dropped uint64

@@ -20,9 +20,10 @@ import (
 // one; once detached, nothing new starts on it and its reports are ignored.
 type lease struct {
 	gen         uint64 // set under the slot's lock when installed; then fixed
+	slot        *slot
 	conn        Conn
 	client      *mcpclient.Client
-	ctx         context.Context // cancelled at detach
+	ctx         context.Context // cancelled at detach; while it lives the lease is live
 	cancel      context.CancelFunc
 	protocol    string
 	connectedAt time.Time
@@ -91,7 +92,7 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
-	l := &lease{conn: conn, kick: make(chan struct{}, 1)}
+	l := &lease{slot: s, conn: conn, kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	fail := func(step string, err error) (*lease, error) {
 		l.cancel()
@@ -100,7 +101,9 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 		return nil, fmt.Errorf("%s: %w", step, err)
 	}
 
-	var copts []mcpclient.ClientOption
+	// The host's handlers are bound to this lease: a server request that
+	// arrives once it is detached never reaches the host.
+	copts := m.clientOptions(l)
 	if legacy {
 		copts = append(copts, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
 	}
@@ -118,6 +121,11 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	}
 	l.client = c
 	l.protocol = init.ProtocolVersion
+	// What the host asked of earlier runtimes holds for this one too, from
+	// before it counts as Connected (and, on 2026-07-28 over HTTP, before
+	// Ready opens the stream whose filter carries the subscriptions).
+	m.restoreLevel(ctx, s, c)
+	m.resubscribe(ctx, s, c)
 	cat := &snapshot.Catalog{
 		Server:       s.name,
 		ServerInfo:   init.ServerInfo,
@@ -171,7 +179,8 @@ func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabil
 	return nil
 }
 
-// onNotification runs on the transport's goroutine; it only marks work.
+// onNotification runs on the transport's goroutine; it only marks work or
+// hands the notification on without blocking.
 func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 	var bit uint32
 	switch n.Method {
@@ -181,6 +190,15 @@ func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 		bit = dirtyPrompts
 	case mcp.MethodNotificationResourcesListChanged:
 		bit = dirtyResources
+	case string(mcp.MethodNotificationProgress):
+		l.onProgress(n)
+		return
+	case string(mcp.MethodNotificationMessage):
+		l.onLog(n)
+		return
+	case mcp.MethodNotificationResourceUpdated:
+		l.onResourceUpdated(n)
+		return
 	default:
 		return
 	}

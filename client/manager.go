@@ -32,6 +32,10 @@ type Manager struct {
 
 	applyMu sync.Mutex // serializes Apply calls
 
+	roots       rootsState // the host's roots (SetRoots)
+	progress    sync.Map   // progress token -> *progressSink of a call in flight
+	progressSeq atomic.Uint64
+
 	// wg counts every goroutine the manager starts: runners, watchers,
 	// background closes. Close waits for all of them.
 	wg sync.WaitGroup

@@ -50,6 +50,12 @@ type options struct {
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option
 	httpOptions      []mcphttp.Option
+	// The client role (handlers.go): what the host answers servers with.
+	sampling     SamplingHandler
+	elicitation  ElicitationHandler
+	elicitModes  []ElicitationMode
+	rootsEnabled bool
+	roots        []mcp.Root // the initial roots; SetRoots replaces them
 	// dialOverride, set by tests only, replaces the dialer of a spec when
 	// it returns non-nil.
 	dialOverride func(ServerSpec) Dialer

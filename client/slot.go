@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -45,6 +46,9 @@ type slot struct {
 	catalogErr error
 	nextRetry  time.Time
 	legacy     bool // the server rejected 2026-07-28: dial the older handshake first
+	// What the host asked of the server, told again to every new runtime.
+	logLevel mcp.LoggingLevel // SetLevel's; empty if never set
+	subs     []string         // resource URIs subscribed to, in order
 }
 
 // runner is one connect loop: a goroutine that dials until it installs a

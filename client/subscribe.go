@@ -1,0 +1,127 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// SubscribeResource subscribes to updates of the resource uri on server.
+// Each notifications/resources/updated the server sends becomes an
+// EventResourceUpdated with the URI. The subscription is remembered: every
+// later runtime of the server is subscribed again right after its handshake,
+// before it counts as Connected, so updates keep coming across reconnects.
+// Like a call, it waits for a server that is connecting. If the server
+// refuses, the subscription is not remembered (unless it already was).
+//
+// On the 2026-07-28 protocol mcp-go has no resources/subscribe: the URIs go
+// in the filter of the subscriptions/listen stream, which the HTTP
+// transport opens when a runtime connects. A subscription made while such a
+// runtime is connected takes effect from the next runtime.
+func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
+	s, err := m.slot(server)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	had := slices.Contains(s.subs, uri)
+	if !had {
+		s.subs = append(s.subs, uri)
+	}
+	s.mu.Unlock()
+	_, err = do(ctx, m, server, nil, alwaysReplayable,
+		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
+			req := mcp.SubscribeRequest{}
+			req.Params.URI = uri
+			//lint:ignore SA1019 resources/subscribe is the only way on the older protocol
+			return struct{}{}, c.Subscribe(ctx, req) //nolint:staticcheck // as above
+		})
+	if err != nil && !had && refused(err) {
+		s.mu.Lock()
+		s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// UnsubscribeResource ends a subscription made with SubscribeResource: it
+// is forgotten at once, and the current runtime, if any, is told.
+func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) error {
+	s, err := m.slot(server)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
+	s.mu.Unlock()
+	_, err = do(ctx, m, server, nil, alwaysReplayable,
+		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
+			req := mcp.UnsubscribeRequest{}
+			req.Params.URI = uri
+			//lint:ignore SA1019 as in SubscribeResource
+			return struct{}{}, c.Unsubscribe(ctx, req) //nolint:staticcheck // as above
+		})
+	return err
+}
+
+// Subscriptions returns the resource URIs the host is subscribed to on
+// server, in the order they were subscribed.
+func (m *Manager) Subscriptions(server string) ([]string, error) {
+	s, err := m.slot(server)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.subs), nil
+}
+
+// refused reports whether err is the server's answer rather than a failure
+// to reach it: a subscription the server refused is not worth renewing, one
+// that could not be sent yet is.
+func refused(err error) bool {
+	for _, notSent := range []error{ErrUnavailable, ErrOutcomeUnknown, ErrDisabled, ErrClosed,
+		ErrPermanentlyFailed, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, notSent) {
+			return false
+		}
+	}
+	return true
+}
+
+// resubscribe subscribes a new runtime to every resource the host is
+// subscribed to on s. A refusal is logged and leaves the runtime usable.
+func (m *Manager) resubscribe(ctx context.Context, s *slot, c *mcpclient.Client) {
+	s.mu.Lock()
+	uris := slices.Clone(s.subs)
+	s.mu.Unlock()
+	for _, uri := range uris {
+		req := mcp.SubscribeRequest{}
+		req.Params.URI = uri
+		//lint:ignore SA1019 as in SubscribeResource
+		if err := c.Subscribe(ctx, req); err != nil { //nolint:staticcheck // as above
+			m.opts.logger.Warn("mcpfleet: could not renew a resource subscription on the new runtime",
+				"server", s.name, "uri", uri, "error", err)
+		}
+	}
+}
+
+// onResourceUpdated turns a notifications/resources/updated from l into an
+// EventResourceUpdated. It runs on the transport's goroutine and never
+// blocks; updates from a detached runtime are dropped.
+func (l *lease) onResourceUpdated(n mcp.JSONRPCNotification) {
+	var params mcp.ResourceUpdatedNotificationParams
+	if !decodeParams(n.Params, &params) {
+		return
+	}
+	s := l.slot
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.ctx.Err() != nil {
+		return
+	}
+	s.emitLocked(Event{Kind: EventResourceUpdated, URI: params.URI})
+}
