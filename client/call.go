@@ -36,6 +36,10 @@ func WithCallTimeout(d time.Duration) CallOption {
 // the tool declares readOnlyHint or idempotentHint; otherwise the error
 // wraps ErrOutcomeUnknown. A result with IsError set is a result, not an
 // error. WithProgress hands the call's progress notifications to a callback.
+//
+// When ctx ends before the answer, the server is sent notifications/cancelled
+// for the request, on every transport: mcp-go sends it over stdio, the
+// Manager over HTTP, in the background and bounded (Close waits for it).
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool

@@ -35,6 +35,8 @@ type lease struct {
 
 	dirty atomic.Uint32 // lists that list_changed asked to refresh
 	kick  chan struct{} // capacity 1: a refresh is wanted
+
+	notes background // notifications/cancelled being sent; closing waits
 }
 
 // The lists a list_changed notification can mark for refresh.
@@ -96,6 +98,7 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	fail := func(step string, err error) (*lease, error) {
 		l.cancel()
+		l.notes.closeAndWait()
 		err = explain(conn, err)
 		*failed = append(*failed, conn)
 		return nil, fmt.Errorf("%s: %w", step, err)
@@ -107,7 +110,7 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	if legacy {
 		copts = append(copts, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
 	}
-	c := mcpclient.NewClient(conn.Transport(), copts...)
+	c := mcpclient.NewClient(withCancelNotes(conn.Transport(), l), copts...)
 	c.OnNotification(l.onNotification)
 	// The transport keeps its start context for the life of the connection.
 	if err := c.Start(l.ctx); err != nil {
@@ -312,6 +315,7 @@ func (m *Manager) closeLease(l *lease, s *slot) error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.closeTimeout)
 	defer cancel()
 	err := l.conn.Close(ctx)
+	l.notes.closeAndWait()
 	if err != nil {
 		err = fmt.Errorf("close generation %d: %w", l.gen, err)
 		s.mu.Lock()
