@@ -115,16 +115,20 @@ func (m *Manager) SetRoots(ctx context.Context, roots []mcp.Root) error {
 	m.roots.set = true
 	m.roots.mu.Unlock()
 
-	var leases []*lease
 	m.mu.RLock()
+	slots := make([]*slot, 0, len(m.slots))
 	for _, s := range m.slots {
+		slots = append(slots, s)
+	}
+	m.mu.RUnlock()
+	var leases []*lease
+	for _, s := range slots {
 		s.mu.Lock()
 		if l := s.lease; l != nil {
 			leases = append(leases, l)
 		}
 		s.mu.Unlock()
 	}
-	m.mu.RUnlock()
 
 	var (
 		wg   sync.WaitGroup
