@@ -244,13 +244,26 @@ func (c *Conn) Ready(ctx context.Context, cl *mcpclient.Client) error {
 	}
 }
 
+// errNothingToListen is why a Conn has no stream when the server declares
+// no list_changed capability and nothing is subscribed.
+var errNothingToListen = errors.New("the server declares no list_changed notifications and nothing is subscribed")
+
 // startListen runs cl.Listen until Close, at most once per Conn.
 func (c *Conn) startListen(cl *mcpclient.Client) {
 	c.listenOnce.Do(func() {
+		// Ask only for what the server offers. A server ends at once a
+		// stream with nothing in it to deliver (the protocol says so), and
+		// that end must not read as the connection's death: with nothing
+		// to ask for, there is no stream at all.
+		caps := cl.GetServerCapabilities()
 		filter := cl.PendingSubscriptionFilter()
-		filter.ToolsListChanged = true
-		filter.PromptsListChanged = true
-		filter.ResourcesListChanged = true
+		filter.ToolsListChanged = caps.Tools != nil && caps.Tools.ListChanged
+		filter.PromptsListChanged = caps.Prompts != nil && caps.Prompts.ListChanged
+		filter.ResourcesListChanged = caps.Resources != nil && caps.Resources.ListChanged
+		if filter.IsEmpty() {
+			c.stream.set(streamRefused, errNothingToListen)
+			return
+		}
 		c.listeners.Add(1)
 		go func() {
 			defer c.listeners.Done()
