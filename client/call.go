@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -43,7 +44,7 @@ func WithCallTimeout(d time.Duration) CallOption {
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
-	req.Params.Arguments = args
+	req.Params.Arguments = omitNil(args)
 	return do(ctx, m, server, opts, func(s *slot) bool { return s.replayable(tool) },
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.CallToolResult, error) {
 			req := req
@@ -90,6 +91,19 @@ func (m *Manager) ReadResource(ctx context.Context, server, uri string, opts ...
 }
 
 func alwaysReplayable(*slot) bool { return true }
+
+// omitNil turns a typed nil (a nil map, say) into an untyped one. Encoded,
+// a typed nil is "arguments": null, which some servers reject; an untyped
+// nil leaves the field out, which every server accepts as "no arguments".
+func omitNil(args any) any {
+	switch v := reflect.ValueOf(args); v.Kind() {
+	case reflect.Map, reflect.Pointer, reflect.Slice, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+	}
+	return args
+}
 
 // do runs one request against a server's current runtime, with the waiting,
 // retry and health rules every request shares.

@@ -644,3 +644,22 @@ func TestFailedRefreshKeepsLastGoodCatalog(t *testing.T) {
 		t.Fatal("last good tools lost")
 	}
 }
+
+func TestNilArgumentsAreLeftOut(t *testing.T) {
+	ts := newTestServer()
+	m := newTestManager(t)
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+	mustWait(t, m, "s", lifecycle.Connected)
+	var nilMap map[string]any
+	for _, args := range []any{nil, nilMap, (*struct{})(nil)} {
+		if got := omitNil(args); got != nil {
+			t.Fatalf("omitNil(%#v) = %#v, want nil", args, got)
+		}
+		if _, err := m.CallTool(testCtx(t), "s", "echo", args); err != nil {
+			t.Fatalf("call with %#v: %v", args, err)
+		}
+	}
+	if got := omitNil(map[string]any{}); got == nil {
+		t.Fatal("an empty, non-nil map was dropped")
+	}
+}
