@@ -122,6 +122,13 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	if err != nil {
 		return fail("initialize", err)
 	}
+	if !legacy && mcp.IsModernProtocol(init.ProtocolVersion) && init.ServerInfo.Name == "" {
+		// mcp-go takes any result of server/discover for a yes, and some
+		// older servers answer every unknown method with an empty result.
+		// A real discover result names the server; this one is a misfire.
+		return fail("initialize", fmt.Errorf("server/discover answered without server info: %w",
+			mcp.UnsupportedProtocolVersionError{Version: init.ProtocolVersion}))
+	}
 	l.client = c
 	l.protocol = init.ProtocolVersion
 	// What the host asked of earlier runtimes holds for this one too, from

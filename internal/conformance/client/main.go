@@ -56,11 +56,6 @@ func run(scenario, url string, logger *slog.Logger) error {
 		// One dial, no retries: a scenario server that refuses us should
 		// fail the scenario at once, not after a backoff schedule.
 		client.WithPolicy(lifecycle.Policy{MaxAttempts: 1}),
-		// The suite's scenarios are of protocol 2025-11-25 and older, and
-		// some of its servers answer every unknown method, server/discover
-		// included, with an empty result, which mcp-go takes as 2026-07-28
-		// support. So the client speaks the generation under test.
-		client.WithHTTPOptions(mcphttp.WithLegacyProtocol()),
 	)
 	defer m.Close()
 
