@@ -3,7 +3,7 @@ package faultserver_test
 import (
 	"context"
 	"fmt"
-	"os"
+	"go.uber.org/goleak"
 	"testing"
 	"time"
 
@@ -16,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) {
 	faultserver.Main() // serves and exits when re-executed as the server
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // start runs the server in mode over mcp-go's own stdio transport, so the

@@ -3,7 +3,7 @@ package gosdkserver_test
 import (
 	"context"
 	"fmt"
-	"os"
+	"go.uber.org/goleak"
 	"testing"
 	"time"
 
@@ -16,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) {
 	gosdkserver.Main() // serves and exits when re-executed as the server
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // Example talks to the Go SDK server with an mcp-go client over stdio.
