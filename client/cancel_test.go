@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +19,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpfleet/mcpfleet/internal/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/httpserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // wireLog records the JSON-RPC messages an HTTP server received.
@@ -153,5 +159,151 @@ func TestCancelOverStreamableHTTP(t *testing.T) {
 				t.Fatal("the tool's context never ended")
 			}
 		})
+	}
+}
+
+// TestCancelOverStdio calls the fault server's sleep tool for a minute and
+// cancels the call's context once the server runs it: the call returns the
+// context's error at once, and the same child writes the fault server's
+// "sleep cancelled" line while it keeps serving. Over stdio the tool's
+// context ends only on notifications/cancelled for the call (or when the
+// server shuts down, which it does not here: the runtime is the same one
+// afterwards, and answers), so the line proves the notification was sent.
+func TestCancelOverStdio(t *testing.T) {
+	t.Parallel()
+	w := newStderrWatch()
+	m := newTestManager(t, WithStdioOptions(stdio.WithStderrLogger(slog.New(w), slog.LevelInfo)))
+	mustAdd(t, m, "s", faultSpec(faultserver.ModeNormal))
+	mustWait(t, m, "s", lifecycle.Connected)
+	pid, gen := childPID(t, m, "s")
+	st, _ := m.Status("s")
+	t.Logf("protocol %s", st.Protocol)
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.CallTool(ctx, "s", "sleep", map[string]any{"ms": time.Minute.Milliseconds()})
+		errc <- err
+	}()
+	if line := w.wait(t, faultserver.SleepLine); line.pid != pid {
+		t.Fatalf("the sleep runs in pid %d, the manager's child is %d", line.pid, pid)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call did not return")
+	}
+	// Bounded well below the minute of the sleep.
+	deadline := time.After(10 * time.Second)
+	var line stderrLine
+	for found := false; !found; {
+		w.mu.Lock()
+		lines, more := w.lines, w.more
+		w.mu.Unlock()
+		for _, l := range lines {
+			if strings.Contains(l.line, faultserver.SleepCancelledLine) {
+				line, found = l, true
+			}
+		}
+		if found {
+			break
+		}
+		select {
+		case <-more:
+		case <-deadline:
+			t.Fatal("the server never saw the call cancelled: no notifications/cancelled")
+		}
+	}
+	if line.pid != pid {
+		t.Fatalf("%q from pid %d, the manager's child is %d", line.line, line.pid, pid)
+	}
+	// The child that saw the cancel is still the live runtime: its request
+	// context did not end because it shut down.
+	res, err := m.CallTool(testCtx(t), "s", "pid", nil)
+	if err != nil || text(res) != strconv.Itoa(pid) {
+		t.Fatalf("pid after the cancel = %q, %v, want %d", text(res), err, pid)
+	}
+	if pid2, gen2 := childPID(t, m, "s"); pid2 != pid || gen2 != gen {
+		t.Fatalf("runtime changed during the test: pid %d gen %d, was pid %d gen %d", pid2, gen2, pid, gen)
+	}
+}
+
+// TestCancelOverSSE is TestCancelOverStreamableHTTP for mcp-go's legacy
+// HTTP+SSE server. That server runs each request under a context detached
+// from its POST, ended only by notifications/cancelled for it (or by the
+// session's end): the tool's context ending, with the session still
+// serving, shows the notification arrived, and the wire log shows it names
+// the tools/call's id.
+func TestCancelOverSSE(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{}, 1)
+	sawCancel := make(chan struct{})
+	s := server.NewMCPServer("cancel-test", "1.0", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("block"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		close(sawCancel)
+		return nil, ctx.Err()
+	})
+	httpserver.AddMCPGoTools(s)
+	sse := server.NewSSEServer(s)
+	wire := &wireLog{more: make(chan struct{})}
+	srv := httptest.NewServer(wire.middleware(sse))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = sse.Shutdown(ctx)
+		srv.Close()
+	})
+
+	m := newTestManager(t)
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL + "/sse", Kind: mcphttp.SSE}})
+	mustWait(t, m, "s", lifecycle.Connected)
+	st, _ := m.Status("s")
+	t.Logf("protocol %s", st.Protocol)
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.CallTool(ctx, "s", "block", nil)
+		errc <- err
+	}()
+	select {
+	case <-entered:
+	case err := <-errc:
+		t.Fatalf("block returned before it was cancelled: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool never ran")
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v, want context.Canceled", err)
+	}
+	select {
+	case <-sawCancel:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool's context never ended: no notifications/cancelled")
+	}
+	call := wire.wait(t, "the tools/call", func(m wireMsg) bool { return m.Method == string(mcp.MethodToolsCall) })
+	note := wire.wait(t, "notifications/cancelled", func(m wireMsg) bool {
+		return m.Method == string(mcp.MethodNotificationCancelled)
+	})
+	if fmt.Sprint(note.Params.RequestID) != fmt.Sprint(call.ID) || note.Params.Reason == "" {
+		t.Fatalf("notifications/cancelled for request %v (reason %q), want %v", note.Params.RequestID, note.Params.Reason, call.ID)
+	}
+	// The session that saw the cancel still serves: its end did not cancel
+	// the tool.
+	res, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"message": "still here"})
+	if err != nil || !strings.Contains(text(res), "still here") {
+		t.Fatalf("echo after the cancel = %q, %v", text(res), err)
+	}
+	if st2, _ := m.Status("s"); st2.Generation != st.Generation {
+		t.Fatalf("generation %d after the cancel, was %d", st2.Generation, st.Generation)
 	}
 }

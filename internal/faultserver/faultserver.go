@@ -83,6 +83,12 @@ const ExitAtStartLine = "faultserver: exiting at start as asked"
 // so a test can tell that a call is in flight on the server.
 const SleepLine = "sleep started"
 
+// SleepCancelledLine starts the stderr line the sleep tool writes when its
+// context ends before the sleep is over: the server cancelled the call,
+// which over stdio happens when the client sends notifications/cancelled
+// for it (or when the server shuts down).
+const SleepCancelledLine = "sleep cancelled"
+
 // Invocation is how to start the fault server: the test binary re-executed
 // with the environment that selects a mode. It is a plain struct so that
 // any transport can use it without this package importing one.
@@ -252,6 +258,7 @@ func newServer(mode string) *server.MCPServer {
 			case <-t.C:
 				return mcp.NewToolResultText("slept"), nil
 			case <-ctx.Done():
+				logf("%s ms=%v: %v", SleepCancelledLine, ms, context.Cause(ctx))
 				return nil, ctx.Err()
 			}
 		}))
