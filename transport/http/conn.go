@@ -17,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	nethttp "net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,8 +61,14 @@ type Conn struct {
 	closeOnce sync.Once
 	closed    chan struct{} // closed when teardown finished
 
-	listenOnce sync.Once
-	listeners  sync.WaitGroup // the Listen goroutine
+	// listenMu guards the fields below and orders the Listen runs: each
+	// run supersedes the one before it, and starts only once that one has
+	// returned, so the last run started is the one that stays.
+	listenMu      sync.Mutex
+	listenStarted bool       // Ready started listening (or found nothing to listen for)
+	listening     *listenRun // the latest run; nil before the first
+	resources     []string   // the resource subscriptions of the stream
+	listeners     sync.WaitGroup
 }
 
 // Dial checks that the server is reachable and returns a Conn whose
@@ -103,7 +111,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	}
 	c.life, c.cancelLife = context.WithCancel(context.Background())
 	c.abort, c.cancelAbort = context.WithCancel(context.Background())
-	httpClient := &nethttp.Client{Transport: &roundTripper{c: c, base: pool}}
+	httpClient := &nethttp.Client{Transport: &roundTripper{c: c, base: listenWatch{base: pool}}}
 	headers := make(map[string]string, len(spec.Headers))
 	for k, v := range spec.Headers {
 		headers[k] = v
@@ -197,7 +205,8 @@ func (c *Conn) Err() error {
 // Ready opens the notification stream once the handshake succeeded, and
 // waits (up to the stream open timeout) until the server accepted it or
 // said it does not offer one. On 2026-07-28 it runs Listen for list_changed
-// notifications (and the resource subscriptions c has pending); on the
+// notifications (and the resource subscriptions cl has pending, see
+// SubscribeResource); on the
 // older protocol the transport's own GET stream is awaited; for SSE the
 // stream is open since Start.
 //
@@ -248,39 +257,280 @@ func (c *Conn) Ready(ctx context.Context, cl *mcpclient.Client) error {
 // no list_changed capability and nothing is subscribed.
 var errNothingToListen = errors.New("the server declares no list_changed notifications and nothing is subscribed")
 
-// startListen runs cl.Listen until Close, at most once per Conn.
+// startListen runs cl.Listen until Close, once per Conn; SubscribeResource
+// and UnsubscribeResource may replace the run with one for a new filter.
 func (c *Conn) startListen(cl *mcpclient.Client) {
-	c.listenOnce.Do(func() {
-		// Ask only for what the server offers. A server ends at once a
-		// stream with nothing in it to deliver (the protocol says so), and
-		// that end must not read as the connection's death: with nothing
-		// to ask for, there is no stream at all.
-		caps := cl.GetServerCapabilities()
-		filter := cl.PendingSubscriptionFilter()
-		filter.ToolsListChanged = caps.Tools != nil && caps.Tools.ListChanged
-		filter.PromptsListChanged = caps.Prompts != nil && caps.Prompts.ListChanged
-		filter.ResourcesListChanged = caps.Resources != nil && caps.Resources.ListChanged
-		if filter.IsEmpty() {
-			c.stream.set(streamRefused, errNothingToListen)
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	if c.listenStarted || c.life.Err() != nil {
+		return
+	}
+	c.listenStarted = true
+	for _, uri := range cl.PendingSubscriptionFilter().ResourceSubscriptions {
+		if !slices.Contains(c.resources, uri) {
+			c.resources = append(c.resources, uri)
+		}
+	}
+	// Ask only for what the server offers. A server ends at once a stream
+	// with nothing in it to deliver (the protocol says so), and that end
+	// must not read as the connection's death: with nothing to ask for,
+	// there is no stream at all.
+	filter := c.filterLocked(cl)
+	if filter.IsEmpty() {
+		c.stream.set(streamRefused, errNothingToListen)
+		return
+	}
+	c.listenLocked(cl, filter, nil)
+}
+
+// filterLocked is the Listen filter for what the server declares: its
+// list_changed kinds, and c's resource subscriptions if it offers
+// resources/subscribe. c.listenMu is held.
+func (c *Conn) filterLocked(cl *mcpclient.Client) mcp.SubscriptionFilter {
+	caps := cl.GetServerCapabilities()
+	var filter mcp.SubscriptionFilter
+	filter.ToolsListChanged = caps.Tools != nil && caps.Tools.ListChanged
+	filter.PromptsListChanged = caps.Prompts != nil && caps.Prompts.ListChanged
+	filter.ResourcesListChanged = caps.Resources != nil && caps.Resources.ListChanged
+	if caps.Resources != nil && caps.Resources.Subscribe {
+		filter.ResourceSubscriptions = slices.Clone(c.resources)
+	}
+	return filter
+}
+
+// listenRun is one cl.Listen call of a Conn.
+type listenRun struct {
+	cancel   context.CancelFunc
+	opened   chan struct{} // closed when the server accepted the stream
+	openOnce sync.Once
+	done     chan struct{} // closed when the run is over
+	// err is why the run ended, set before done is closed; nil when it
+	// was superseded or the Conn closed.
+	err error
+	// rollback is the run that listens with the previous filter again
+	// after the server refused this one's; set before done is closed.
+	rollback *listenRun
+}
+
+func (r *listenRun) open() { r.openOnce.Do(func() { close(r.opened) }) }
+
+func (r *listenRun) isOpen() bool {
+	select {
+	case <-r.opened:
+		return true
+	default:
+		return false
+	}
+}
+
+// listenRunKey marks the context of a run's Listen call, so that
+// listenWatch can tell the run its stream opened.
+type listenRunKey struct{}
+
+// listenLocked starts a run of cl.Listen for filter that supersedes the
+// current one: that one is cancelled at once, and the new one calls Listen
+// once it has returned. (mcp-go's Listen supersedes an earlier call by
+// itself, but two calls racing could end in the wrong order.) A superseded
+// run ends with a context error, which is not the stream's loss. If the
+// server refuses the new filter and rollback is not nil, the resource
+// subscriptions go back to rollback and the stream is opened again with
+// them. c.listenMu is held and c is not closed.
+func (c *Conn) listenLocked(cl *mcpclient.Client, filter mcp.SubscriptionFilter, rollback []string) *listenRun {
+	prev := c.listening
+	if prev != nil {
+		prev.cancel()
+	}
+	ctx, cancel := context.WithCancel(c.life)
+	r := &listenRun{cancel: cancel, opened: make(chan struct{}), done: make(chan struct{})}
+	c.listening = r
+	c.listeners.Add(1)
+	go func() {
+		defer c.listeners.Done()
+		defer close(r.done)
+		defer cancel()
+		if prev != nil {
+			<-prev.done
+		}
+		if ctx.Err() != nil {
+			return // superseded before it began, or closed
+		}
+		err := cl.Listen(context.WithValue(ctx, listenRunKey{}, r), filter)
+		switch {
+		case c.life.Err() != nil || c.closing.Load() || ctx.Err() != nil:
+			return // closed, or superseded by a later run
+		case err != nil && isContextErr(err):
+			return // superseded by a Listen call on cl from elsewhere
+		case err == nil:
+			err = errors.New("server ended subscriptions/listen")
+		}
+		r.err = err
+		if !r.isOpen() && rollback != nil && !IsTransportFatal(err) {
+			// The server refused the new filter: the previous stream is
+			// gone, but the connection is not. Listen as before.
+			c.listenMu.Lock()
+			if c.listening == r && c.life.Err() == nil && !c.closing.Load() {
+				c.resources = rollback
+				if f := c.filterLocked(cl); !f.IsEmpty() {
+					r.rollback = c.listenLocked(cl, f, nil)
+				}
+			}
+			c.listenMu.Unlock()
 			return
 		}
-		c.listeners.Add(1)
-		go func() {
-			defer c.listeners.Done()
-			err := cl.Listen(c.life, filter)
-			if c.life.Err() != nil || c.closing.Load() {
-				return
+		if r.isOpen() {
+			// The stream was open and broke off. streamBody has usually
+			// seen it first; this also covers a stream opened after Ready
+			// found nothing to listen for.
+			c.streamLost(err)
+			c.fail(fmt.Errorf("%w: %w", ErrStreamLost, err))
+			return
+		}
+		c.streamFailed(err)
+	}()
+	return r
+}
+
+// SubscribeResource adds uri to the resource subscriptions of the
+// 2026-07-28 notification stream, and re-opens the stream with them at
+// once: on that protocol resources/subscribe is gone, the URIs ride in the
+// filter of subscriptions/listen, and a filter is fixed when the stream
+// opens. It returns once the server accepted the new stream (or the stream
+// open timeout passed; ctx bounds the wait), so notifications/resources/updated
+// for uri come from then on. Notifications sent while the old stream is
+// being replaced may be lost. Replacing the stream never counts as its
+// loss.
+//
+// It fails, without subscribing, when the server does not declare
+// resources.subscribe, and when it refuses the new stream; the stream is
+// then opened again as it was before it returns. Before Ready it only records uri, which
+// Ready then listens for; it does nothing on the older protocol (use
+// resources/subscribe there) and for SSE.
+func (c *Conn) SubscribeResource(ctx context.Context, cl *mcpclient.Client, uri string) error {
+	return c.changeResources(ctx, cl, uri, true)
+}
+
+// UnsubscribeResource removes uri from the resource subscriptions of the
+// 2026-07-28 notification stream and re-opens the stream without it, as
+// SubscribeResource does. Once it returns, the stream carries no more
+// updates for uri.
+func (c *Conn) UnsubscribeResource(ctx context.Context, cl *mcpclient.Client, uri string) error {
+	return c.changeResources(ctx, cl, uri, false)
+}
+
+func (c *Conn) changeResources(ctx context.Context, cl *mcpclient.Client, uri string, subscribe bool) error {
+	if c.spec.Kind == SSE || !mcp.IsModernProtocol(cl.ProtocolVersion()) {
+		return nil
+	}
+	if subscribe {
+		if caps := cl.GetServerCapabilities(); caps.Resources == nil || !caps.Resources.Subscribe {
+			return fmt.Errorf("mcpfleet: http: subscribe to %s: %w", uri, errNoResourceSubscriptions)
+		}
+	}
+	c.listenMu.Lock()
+	if c.life.Err() != nil || c.closing.Load() {
+		c.listenMu.Unlock()
+		return ErrClosed
+	}
+	if slices.Contains(c.resources, uri) == subscribe {
+		c.listenMu.Unlock()
+		return nil
+	}
+	before := slices.Clone(c.resources)
+	if subscribe {
+		c.resources = append(c.resources, uri)
+	} else {
+		c.resources = slices.DeleteFunc(c.resources, func(u string) bool { return u == uri })
+	}
+	if !c.listenStarted {
+		c.listenMu.Unlock()
+		return nil
+	}
+	filter := c.filterLocked(cl)
+	if filter.IsEmpty() {
+		// Nothing left to listen for: end the stream rather than have
+		// the server end an empty one.
+		if c.listening != nil {
+			c.listening.cancel()
+		}
+		c.listenMu.Unlock()
+		return nil
+	}
+	r := c.listenLocked(cl, filter, before)
+	c.listenMu.Unlock()
+	return c.awaitListen(ctx, r)
+}
+
+// errNoResourceSubscriptions is why SubscribeResource fails on a server
+// that does not offer resource subscriptions.
+var errNoResourceSubscriptions = errors.New("the server does not declare resources.subscribe")
+
+// awaitListen waits until run r, or the run that superseded it, has its
+// stream open, bounded by ctx and the stream open timeout.
+func (c *Conn) awaitListen(ctx context.Context, r *listenRun) error {
+	timer := time.NewTimer(c.opts.streamOpenTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.opened:
+			return nil
+		case <-r.done:
+			if r.isOpen() {
+				return nil
 			}
-			if err != nil && isContextErr(err) {
-				// A later Listen call on the same client superseded ours.
-				return
+			if r.err != nil {
+				err := fmt.Errorf("mcpfleet: http: subscriptions/listen: %w", r.err)
+				if r.rollback != nil {
+					// Refused: return once the stream is back as it was.
+					select {
+					case <-r.rollback.opened:
+					case <-r.rollback.done:
+					case <-c.done:
+					case <-ctx.Done():
+					case <-timer.C:
+					}
+				}
+				return err
 			}
-			if err == nil {
-				err = errors.New("server ended subscriptions/listen")
+			if err := c.Err(); err != nil {
+				return err
 			}
-			c.streamFailed(err)
-		}()
-	})
+			c.listenMu.Lock()
+			next := c.listening
+			c.listenMu.Unlock()
+			if next == r {
+				// Ended by an unsubscribe that left nothing to listen for,
+				// or by Close.
+				return nil
+			}
+			r = next // it carries this change too
+		case <-c.done:
+			return c.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			c.log.Warn("mcpfleet: notification stream did not reopen in time; going on without waiting",
+				"timeout", c.opts.streamOpenTimeout)
+			return nil
+		}
+	}
+}
+
+// listenWatch tells a Listen run that the server accepted its stream: the
+// answer is an event stream, which a server starts only once it set the
+// subscriptions up (mcp-go writes the headers with the acknowledgement).
+type listenWatch struct{ base nethttp.RoundTripper }
+
+func (w listenWatch) RoundTrip(req *nethttp.Request) (*nethttp.Response, error) {
+	resp, err := w.base.RoundTrip(req)
+	if err != nil || resp.StatusCode != nethttp.StatusOK {
+		return resp, err
+	}
+	if r, ok := req.Context().Value(listenRunKey{}).(*listenRun); ok {
+		if mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mediaType == "text/event-stream" {
+			r.open()
+		}
+	}
+	return resp, nil
 }
 
 // streamFailed records that the stream could not be opened, or broke off
@@ -339,7 +589,10 @@ func (c *Conn) Close(ctx context.Context) error {
 func (c *Conn) teardown() {
 	defer close(c.closed)
 	_ = c.tr.Close() // the DELETE, for a legacy streamable HTTP session
+	// Under listenMu: no Listen run starts once life has ended.
+	c.listenMu.Lock()
 	c.cancelLife()
+	c.listenMu.Unlock()
 	c.listeners.Wait()
 	c.fail(ErrClosed)
 	c.release()
