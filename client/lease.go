@@ -356,6 +356,7 @@ func (m *Manager) teardown(ctx context.Context, s *slot, l *lease) error {
 	if l == nil {
 		return nil
 	}
+	defer s.closing.Done() // counted by stopLocked; runs before the Wait
 	drained := make(chan struct{})
 	m.wg.Go(func() {
 		l.calls.Wait()

@@ -109,19 +109,24 @@ func (m *Manager) add(ctx context.Context, name string, spec ServerSpec, configK
 }
 
 // Remove stops the server, closes its runtime (letting in-flight calls drain
-// for the drain timeout), unpublishes its catalog and forgets it.
+// for the drain timeout), unpublishes its catalog and forgets it. Until it
+// returns the name stays taken (the server is Closed): an Add of the same
+// name fails with ErrDuplicateServer, and Close waits for the runtime.
 func (m *Manager) Remove(ctx context.Context, name string) error {
+	s, err := m.slot(name)
+	if err != nil {
+		return err
+	}
+	err = s.shutdown(ctx)
+	// Forgotten only now, and only if Close has not taken it meanwhile: a
+	// server added under the name must not have its publication forgotten,
+	// nor be held to this one's generations.
 	m.mu.Lock()
-	s, ok := m.slots[name]
-	if ok {
+	if m.slots[name] == s {
 		delete(m.slots, name)
+		m.pub.Forget(name)
 	}
 	m.mu.Unlock()
-	if !ok {
-		return serverError(ErrUnknownServer, name, nil)
-	}
-	err := s.shutdown(ctx)
-	m.pub.Forget(name)
 	return err
 }
 

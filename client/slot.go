@@ -304,7 +304,9 @@ func (s *slot) detachLocked() *lease {
 }
 
 // stopLocked cancels the connect loop and detaches the lease, moving to
-// state to (Disabling or Closed).
+// state to (Disabling or Closed). A detached lease is counted in s.closing
+// until the caller's teardown has closed it, so that a Remove or Close
+// that comes while a Disable is closing it waits for it too.
 func (s *slot) stopLocked(to lifecycle.State) *lease {
 	r := s.run
 	if r != nil {
@@ -312,6 +314,9 @@ func (s *slot) stopLocked(to lifecycle.State) *lease {
 		r.cancel()
 	}
 	l := s.detachLocked()
+	if l != nil {
+		s.closing.Add(1)
+	}
 	s.nextRetry = time.Time{}
 	s.setStateLocked(to, nil)
 	return l
@@ -420,6 +425,10 @@ func (s *slot) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.state == lifecycle.Closed {
 		s.mu.Unlock()
+		// Another shutdown may still be closing the runtime: Close must
+		// not return before it is gone.
+		s.runners.Wait()
+		s.closing.Wait()
 		return nil
 	}
 	l := s.stopLocked(lifecycle.Closed)

@@ -1,0 +1,138 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// slowCloseConn is a Conn whose Close waits for gate before closing, and records
+// when it has closed.
+type slowCloseConn struct {
+	Conn
+	gate   <-chan struct{}
+	closed *atomic.Bool
+}
+
+func (c *slowCloseConn) Close(ctx context.Context) error {
+	select {
+	case <-c.gate:
+	case <-ctx.Done():
+	}
+	err := c.Conn.Close(ctx)
+	c.closed.Store(true)
+	return err
+}
+
+func slowCloseDialer(d Dialer, gate <-chan struct{}, closed *atomic.Bool) Dialer {
+	return func(ctx context.Context) (Conn, error) {
+		c, err := d(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &slowCloseConn{Conn: c, gate: gate, closed: closed}, nil
+	}
+}
+
+// closeMustWaitFor checks that Close, started once another teardown of the
+// slot is under way, does not return before that teardown closed the
+// runtime (whose Close waits on gate).
+func closeMustWaitFor(t *testing.T, stop func(*Manager) error) {
+	ts := newTestServer()
+	gate := make(chan struct{})
+	var closed atomic.Bool
+	m := newTestManager(t, WithDrainTimeout(10*time.Second), WithCloseTimeout(10*time.Second))
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{Dialer: slowCloseDialer(ts.dialer(), gate, &closed)})
+	mustWait(t, m, "s", lifecycle.Connected)
+
+	inflight := make(chan error, 1)
+	go func() {
+		_, err := m.CallTool(testCtx(t), "s", "block", nil)
+		inflight <- err
+	}()
+	<-ts.entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop(m) }()
+	rec.wait(t, func(e Event) bool {
+		return e.Kind == EventState && (e.To == lifecycle.Disabling || e.To == lifecycle.Closed)
+	})
+
+	closeDone := make(chan error, 1)
+	go func() { closeDone <- m.Close() }()
+	rec.wait(t, func(e Event) bool { return e.Kind == EventState && e.To == lifecycle.Closed })
+	close(ts.block) // the call ends; the runtime's close now waits on gate
+	if err := <-inflight; err != nil {
+		t.Fatalf("in-flight call: %v", err)
+	}
+	select {
+	case <-closeDone:
+		if !closed.Load() {
+			t.Fatal("Close returned while the runtime was still being closed")
+		}
+	case <-time.After(300 * time.Millisecond): // Close is waiting for the runtime, as it should
+	}
+	close(gate)
+	<-closeDone
+	if err := <-stopped; err != nil && !errors.Is(err, ErrClosed) {
+		t.Fatal(err)
+	}
+	if !closed.Load() || ts.openConns() != 0 {
+		t.Fatal("runtime not closed after Close returned")
+	}
+}
+
+func TestCloseWaitsForADisableInProgress(t *testing.T) {
+	closeMustWaitFor(t, func(m *Manager) error { return m.Disable(testCtx(t), "s") })
+}
+
+func TestCloseWaitsForARemoveInProgress(t *testing.T) {
+	closeMustWaitFor(t, func(m *Manager) error { return m.Remove(testCtx(t), "s") })
+}
+
+// A server added under the name of one still being removed must not be
+// held to the old one's generations: once Connected, its catalog is
+// published, and stays published when the old one's Remove returns.
+func TestAddDuringRemoveOfTheSameName(t *testing.T) {
+	ts := newTestServer()
+	m := newTestManager(t, WithDrainTimeout(10*time.Second))
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+	mustWait(t, m, "s", lifecycle.Connected)
+	inflight := make(chan error, 1)
+	go func() {
+		_, err := m.CallTool(testCtx(t), "s", "block", nil)
+		inflight <- err
+	}()
+	<-ts.entered
+	removed := make(chan error, 1)
+	go func() { removed <- m.Remove(testCtx(t), "s") }()
+	rec.wait(t, func(e Event) bool { return e.Kind == EventState && e.To == lifecycle.Closed })
+
+	ts2 := newTestServer()
+	err := m.Add(testCtx(t), "s", ServerSpec{Dialer: ts2.dialer()})
+	if err == nil {
+		mustWait(t, m, "s", lifecycle.Connected)
+		if _, ok := m.View().Catalog("s"); !ok {
+			t.Fatal("server added while its namesake was being removed is Connected but unpublished")
+		}
+	} else if !errors.Is(err, ErrDuplicateServer) {
+		t.Fatalf("Add during Remove: %v", err)
+	}
+	close(ts.block)
+	<-inflight
+	if err := <-removed; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil { // the name is free once Remove returned
+		mustAdd(t, m, "s", ServerSpec{Dialer: ts2.dialer()})
+		mustWait(t, m, "s", lifecycle.Connected)
+	}
+	if _, ok := m.View().Catalog("s"); !ok {
+		t.Fatal("new server's catalog not published after the old one's Remove returned")
+	}
+}
