@@ -63,9 +63,13 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) error {
 		case !exists:
 			err = m.add(ctx, name, spec, key)
 		case s.configKey != key:
-			if err = m.Remove(ctx, name); err == nil || errors.Is(err, ErrUnknownServer) {
-				err = m.add(ctx, name, spec, key)
+			// A close error is reported, but closing is teardown, not a
+			// transaction: the old slot is gone either way, and the new
+			// entry must still start.
+			if err = m.Remove(ctx, name); err != nil && !errors.Is(err, ErrUnknownServer) {
+				errs = append(errs, err)
 			}
+			err = m.add(ctx, name, spec, key)
 		case sc.Disabled:
 			err = s.disable(ctx)
 		default:

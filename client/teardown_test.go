@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,5 +135,39 @@ func TestAddDuringRemoveOfTheSameName(t *testing.T) {
 	}
 	if _, ok := m.View().Catalog("s"); !ok {
 		t.Fatal("new server's catalog not published after the old one's Remove returned")
+	}
+}
+
+// Close is teardown, not a transaction: when the old runtime of a server
+// whose entry changed fails to close, Apply still starts the new one.
+func TestApplyRestartsAServerWhoseOldRuntimeFailedToClose(t *testing.T) {
+	ts := newTestServer()
+	m := newTestManager(t)
+	m.opts.dialOverride = func(spec ServerSpec) Dialer {
+		if spec.Stdio == nil {
+			return nil
+		}
+		return ts.dialer()
+	}
+	apply := func(js string) error {
+		t.Helper()
+		cfg, err := ParseConfig([]byte(js), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Apply(testCtx(t), cfg)
+	}
+	if err := apply(`{"mcpServers": {"a": {"command": "a"}}}`); err != nil {
+		t.Fatal(err)
+	}
+	mustWait(t, m, "a", lifecycle.Connected)
+	ts.closeErr = errors.New("test: close failed")
+	err := apply(`{"mcpServers": {"a": {"command": "a", "args": ["v2"]}}}`)
+	if err == nil || !strings.Contains(err.Error(), "close failed") {
+		t.Fatalf("Apply: %v, want the close error reported", err)
+	}
+	ts.closeErr = nil
+	if err := m.WaitFor(testCtx(t), "a", lifecycle.Connected); err != nil {
+		t.Fatalf("server whose old runtime failed to close was not restarted: %v", err)
 	}
 }
