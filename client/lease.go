@@ -112,8 +112,15 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	}
 	c := mcpclient.NewClient(withCancelNotes(conn.Transport(), l), copts...)
 	c.OnNotification(l.onNotification)
-	// The transport keeps its start context for the life of the connection.
-	if err := c.Start(l.ctx); err != nil {
+	// The transport keeps its start context for the life of the connection,
+	// so it gets l.ctx; the attempt's ctx still bounds the start itself (an
+	// SSE stream whose server never answers): ending it ends l.ctx too.
+	stopStart := context.AfterFunc(ctx, l.cancel)
+	err = c.Start(l.ctx)
+	if !stopStart() && err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
 		return fail("start", err)
 	}
 	init, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{

@@ -3,12 +3,15 @@ package client
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
 // slowCloseConn is a Conn whose Close waits for gate before closing, and records
@@ -169,5 +172,57 @@ func TestApplyRestartsAServerWhoseOldRuntimeFailedToClose(t *testing.T) {
 	ts.closeErr = nil
 	if err := m.WaitFor(testCtx(t), "a", lifecycle.Connected); err != nil {
 		t.Fatalf("server whose old runtime failed to close was not restarted: %v", err)
+	}
+}
+
+// hangingSSE is an SSE endpoint that accepts the stream's GET and never
+// answers it (until the test ends). Each GET is signalled on got.
+func hangingSSE(t *testing.T) (url string, got <-chan struct{}) {
+	release := make(chan struct{})
+	gets := make(chan struct{}, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case gets <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	return srv.URL + "/sse", gets
+}
+
+// The dial timeout bounds the whole attempt, the transport's Start
+// included.
+func TestDialTimeoutBoundsAStartThatHangs(t *testing.T) {
+	m := newTestManager(t, WithDialTimeout(100*time.Millisecond),
+		WithPolicy(lifecycle.Policy{MaxAttempts: 1, InitialInterval: time.Millisecond, ProbeInterval: -1}))
+	url, _ := hangingSSE(t) // after the manager: its cleanup releases the server first
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: url, Kind: mcphttp.SSE}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.WaitFor(ctx, "s", lifecycle.PermanentlyFailed); err != nil {
+		t.Fatalf("dials that hang in Start are not bounded by the dial timeout: %v", err)
+	}
+}
+
+// Disable cancels a dial in progress at once, even one stuck in Start.
+func TestDisableCancelsADialStuckInStart(t *testing.T) {
+	m := newTestManager(t)
+	url, got := hangingSSE(t)
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: url, Kind: mcphttp.SSE}})
+	<-got // the dial is in Start, waiting for the stream
+	done := make(chan error, 1)
+	go func() { done <- m.Disable(testCtx(t), "s") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Disable did not return: the dial it abandoned is stuck in Start")
 	}
 }
