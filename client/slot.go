@@ -138,7 +138,13 @@ func (s *slot) enableLocked() {
 // connectLocked moves to state to and makes sure a connect loop runs; an
 // existing loop is reused, so concurrent triggers coalesce into one.
 func (s *slot) connectLocked(to lifecycle.State, wait time.Duration, probing bool) {
+	prevRetry := s.nextRetry
+	if s.run == nil && wait > 0 {
+		// Before the transition, so that its event says when the dial is due.
+		s.nextRetry = s.m.opts.clock.Now().Add(wait)
+	}
 	if !s.setStateLocked(to, s.lastErr) {
+		s.nextRetry = prevRetry
 		return
 	}
 	if s.run != nil {
@@ -147,9 +153,6 @@ func (s *slot) connectLocked(to lifecycle.State, wait time.Duration, probing boo
 	ctx, cancel := context.WithCancel(s.m.ctx)
 	r := &runner{cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	s.run = r
-	if wait > 0 {
-		s.nextRetry = s.m.opts.clock.Now().Add(wait)
-	}
 	s.m.wg.Add(1)
 	s.runners.Add(1)
 	go s.connectLoop(ctx, r, wait, probing)
@@ -286,10 +289,11 @@ func (s *slot) lostLocked(cause error) {
 	}
 	// Connected has no edge to PermanentlyFailed: the loss is reported first.
 	s.setStateLocked(lifecycle.Reconnecting, cause)
-	s.setStateLocked(lifecycle.PermanentlyFailed, cause)
 	if probe := s.budget.Policy().ProbeInterval; probe > 0 {
 		s.connectLocked(lifecycle.PermanentlyFailed, probe, true)
+		return
 	}
+	s.setStateLocked(lifecycle.PermanentlyFailed, cause)
 }
 
 // detachLocked takes the lease out of the slot so that no new call can start
