@@ -7,6 +7,8 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
 // SubscribeResource subscribes to updates of the resource uri on server.
@@ -17,10 +19,13 @@ import (
 // Like a call, it waits for a server that is connecting. If the server
 // refuses, the subscription is not remembered (unless it already was).
 //
-// On the 2026-07-28 protocol mcp-go has no resources/subscribe: the URIs go
+// On the 2026-07-28 protocol there is no resources/subscribe: the URIs go
 // in the filter of the subscriptions/listen stream, which the HTTP
 // transport opens when a runtime connects. A subscription made while such a
-// runtime is connected takes effect from the next runtime.
+// runtime is connected re-opens its stream with the new filter, and
+// SubscribeResource returns once the server accepted it (see
+// transport/http's Conn.SubscribeResource). A server that does not declare
+// resources.subscribe refuses it there.
 func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
 	s, err := m.slot(server)
 	if err != nil {
@@ -37,7 +42,10 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) err
 			req := mcp.SubscribeRequest{}
 			req.Params.URI = uri
 			//lint:ignore SA1019 resources/subscribe is the only way on the older protocol
-			return struct{}{}, c.Subscribe(ctx, req) //nolint:staticcheck // as above
+			if err := c.Subscribe(ctx, req); err != nil { //nolint:staticcheck // as above
+				return struct{}{}, err
+			}
+			return struct{}{}, s.relisten(ctx, c, uri, true)
 		})
 	if err != nil && !had && refused(err) {
 		s.mu.Lock()
@@ -48,7 +56,8 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) err
 }
 
 // UnsubscribeResource ends a subscription made with SubscribeResource: it
-// is forgotten at once, and the current runtime, if any, is told.
+// is forgotten at once, and the current runtime, if any, is told (on
+// 2026-07-28 over HTTP its stream is re-opened without uri).
 func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) error {
 	s, err := m.slot(server)
 	if err != nil {
@@ -62,9 +71,46 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) e
 			req := mcp.UnsubscribeRequest{}
 			req.Params.URI = uri
 			//lint:ignore SA1019 as in SubscribeResource
-			return struct{}{}, c.Unsubscribe(ctx, req) //nolint:staticcheck // as above
+			if err := c.Unsubscribe(ctx, req); err != nil { //nolint:staticcheck // as above
+				return struct{}{}, err
+			}
+			return struct{}{}, s.relisten(ctx, c, uri, false)
 		})
 	return err
+}
+
+// resourceListener is a Conn whose notification stream carries the resource
+// subscriptions on the 2026-07-28 protocol, and can change them while it
+// runs (transport/http's Conn).
+type resourceListener interface {
+	SubscribeResource(ctx context.Context, c *mcpclient.Client, uri string) error
+	UnsubscribeResource(ctx context.Context, c *mcpclient.Client, uri string) error
+}
+
+var _ resourceListener = (*mcphttp.Conn)(nil)
+
+// relisten tells the Conn of the runtime c belongs to that uri was
+// subscribed to (or unsubscribed from), where the protocol puts resource
+// subscriptions in the notification stream's filter. A runtime already
+// detached is left alone: the next one is subscribed at its dial.
+func (s *slot) relisten(ctx context.Context, c *mcpclient.Client, uri string, subscribe bool) error {
+	if !mcp.IsModernProtocol(c.ProtocolVersion()) {
+		return nil
+	}
+	s.mu.Lock()
+	l := s.lease
+	s.mu.Unlock()
+	if l == nil || l.client != c {
+		return nil
+	}
+	rl, ok := l.conn.(resourceListener)
+	if !ok {
+		return nil
+	}
+	if subscribe {
+		return rl.SubscribeResource(ctx, c, uri)
+	}
+	return rl.UnsubscribeResource(ctx, c, uri)
 }
 
 // Subscriptions returns the resource URIs the host is subscribed to on
