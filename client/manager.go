@@ -29,6 +29,9 @@ type Manager struct {
 	mu     sync.RWMutex // guards slots and closed
 	slots  map[string]*slot
 	closed bool
+	// closeDone is closed when the first Close has finished; later ones
+	// wait for it.
+	closeDone chan struct{}
 
 	applyMu sync.Mutex // serializes Apply calls
 
@@ -60,13 +63,14 @@ func New(opts ...Option) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
-		opts:    o,
-		ctx:     ctx,
-		cancel:  cancel,
-		bus:     newBus(),
-		pub:     snapshot.NewPublisher(o.naming),
-		dialSem: semaphore.NewWeighted(int64(o.maxDials)),
-		slots:   map[string]*slot{},
+		opts:      o,
+		ctx:       ctx,
+		cancel:    cancel,
+		bus:       newBus(),
+		pub:       snapshot.NewPublisher(o.naming),
+		dialSem:   semaphore.NewWeighted(int64(o.maxDials)),
+		slots:     map[string]*slot{},
+		closeDone: make(chan struct{}),
 	}
 	go m.bus.run()
 	return m
@@ -230,11 +234,13 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 
 // Close closes every server's runtime, reaps every child and waits for every
 // goroutine the manager started. It returns the close errors of the
-// runtimes, if any. Calls after Close fail with ErrClosed.
+// runtimes, if any. Calls after Close fail with ErrClosed. A second Close
+// returns nil once the first has finished.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
+		<-m.closeDone
 		return nil
 	}
 	m.closed = true
@@ -261,6 +267,7 @@ func (m *Manager) Close() error {
 	m.cancel()
 	m.wg.Wait()
 	m.bus.close()
+	close(m.closeDone)
 	return errors.Join(errs...)
 }
 

@@ -226,3 +226,30 @@ func TestDisableCancelsADialStuckInStart(t *testing.T) {
 		t.Fatal("Disable did not return: the dial it abandoned is stuck in Start")
 	}
 }
+
+// A second Close, while the first is still closing runtimes, returns only
+// once they are closed, as the first does.
+func TestSecondCloseWaitsForTheFirst(t *testing.T) {
+	ts := newTestServer()
+	gate := make(chan struct{})
+	var closed atomic.Bool
+	m := newTestManager(t, WithCloseTimeout(10*time.Second))
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{Dialer: slowCloseDialer(ts.dialer(), gate, &closed)})
+	mustWait(t, m, "s", lifecycle.Connected)
+	first := make(chan error, 1)
+	go func() { first <- m.Close() }()
+	rec.wait(t, func(e Event) bool { return e.Kind == EventState && e.To == lifecycle.Closed })
+	second := make(chan error, 1)
+	go func() { second <- m.Close() }()
+	select {
+	case <-second:
+		if !closed.Load() {
+			t.Fatal("a second Close returned while the first was still closing the runtime")
+		}
+	case <-time.After(300 * time.Millisecond): // waiting for the first, as it should
+	}
+	close(gate)
+	<-first
+	<-second
+}
