@@ -66,18 +66,12 @@ func (m *Manager) restoreLevel(ctx context.Context, s *slot, c *mcpclient.Client
 // blocks.
 func (l *lease) onLog(n mcp.JSONRPCNotification) {
 	var params mcp.LoggingMessageNotificationParams
-	if !decodeParams(n.Params, &params) {
+	if !decodeParams(n.Params, &params) || l.ctx.Err() != nil {
 		return
 	}
 	s := l.slot
-	s.mu.Lock()
-	if l.ctx.Err() != nil {
-		s.mu.Unlock()
-		return
-	}
-	s.emitLocked(Event{Kind: EventLog, Log: &LogMessage{Level: params.Level, Logger: params.Logger, Data: params.Data}})
-	s.mu.Unlock()
-
+	// The record is written before the event is queued, so that whoever
+	// sees the event finds the record already there.
 	attrs := []any{"server", s.name, "level", string(params.Level)}
 	if params.Logger != "" {
 		attrs = append(attrs, "logger", params.Logger)
@@ -89,6 +83,12 @@ func (l *lease) onLog(n mcp.JSONRPCNotification) {
 		attrs = append(attrs, "data", params.Data)
 	}
 	s.m.opts.logger.Log(context.Background(), slogLevel(params.Level), msg, attrs...)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.ctx.Err() == nil {
+		s.emitLocked(Event{Kind: EventLog, Log: &LogMessage{Level: params.Level, Logger: params.Logger, Data: params.Data}})
+	}
 }
 
 // slogLevel maps the syslog severities MCP uses onto slog's four levels.
