@@ -25,7 +25,6 @@ func benchServer() *server.MCPServer {
 // on a raw mcp-go in-process client of the same server. Compare the two
 // with benchstat (see BENCHMARKS.md).
 func BenchmarkCallTool(b *testing.B) {
-	ctx := context.Background()
 	args := map[string]any{"text": "hello"}
 	srv := benchServer()
 
@@ -35,47 +34,11 @@ func BenchmarkCallTool(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer c.Close()
-		if err := c.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		// The same client info as the Manager sends: on 2026-07-28 it rides
-		// in every request's _meta, so it must not differ between the two.
-		init := mcp.InitializeRequest{}
-		init.Params.ClientInfo = mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"}
-		if _, err := c.Initialize(ctx, init); err != nil {
-			b.Fatal(err)
-		}
-		// A host lists tools before calling them, as the Manager does; mcp-go
-		// then does per-call work for known tools, in both cases alike.
-		if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
-			b.Fatal(err)
-		}
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "echo"
-		req.Params.Arguments = args
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := c.CallTool(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
+		client.BenchRawCallTool(b, c, args, nil)
 	})
 
 	b.Run("impl=manager", func(b *testing.B) {
-		m := client.New()
-		defer m.Close()
-		if err := m.Add(ctx, "s", client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
-			b.Fatal(err)
-		}
-		if err := m.WaitFor(ctx, "s", lifecycle.Connected); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := m.CallTool(ctx, "s", "echo", args); err != nil {
-				b.Fatal(err)
-			}
-		}
+		client.BenchManagerCallTool(b, client.ServerSpec{Dialer: client.InProcess(srv)}, args)
 	})
 }
 

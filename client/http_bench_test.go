@@ -3,13 +3,11 @@ package client
 import (
 	"context"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -156,40 +154,6 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 	srv := httpserver.Start(b, httpserver.MCPGo)
 	args := map[string]any{"message": "hello"}
 
-	// run calls echo on an mcp-go client set up as a host would: the same
-	// client info as the Manager sends (on 2026-07-28 it rides in every
-	// request's _meta), and tools listed first, as the Manager does (mcp-go
-	// then does per-call work for known tools, in both cases alike).
-	run := func(b *testing.B, c *mcpclient.Client, ready func(*mcpclient.Client) error) {
-		if err := c.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ClientInfo = mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"}
-		if _, err := c.Initialize(ctx, init); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
-			b.Fatal(err)
-		}
-		if ready != nil {
-			if err := ready(c); err != nil {
-				b.Fatal(err)
-			}
-		}
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "echo"
-		req.Params.Arguments = args
-		b.ReportAllocs()
-		cpu := processCPUTime()
-		for b.Loop() {
-			if _, err := c.CallTool(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(processCPUTime()-cpu)/float64(b.N), "cpu-ns/op")
-	}
-
 	b.Run("impl=raw", func(b *testing.B) {
 		tr, err := transport.NewStreamableHTTP(srv.URL())
 		if err != nil {
@@ -197,7 +161,7 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 		}
 		c := mcpclient.NewClient(tr)
 		defer c.Close()
-		run(b, c, nil)
+		BenchRawCallTool(b, c, args, nil)
 	})
 
 	// The Manager's transport without the Manager: an mcp-go client on an
@@ -209,34 +173,11 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		run(b, mcpclient.NewClient(conn.Transport()), func(c *mcpclient.Client) error { return conn.Ready(ctx, c) })
+		BenchRawCallTool(b, mcpclient.NewClient(conn.Transport()), args,
+			func(c *mcpclient.Client) error { return conn.Ready(ctx, c) })
 	})
 
 	b.Run("impl=manager", func(b *testing.B) {
-		m := New()
-		defer m.Close()
-		if err := m.Add(ctx, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL()}}); err != nil {
-			b.Fatal(err)
-		}
-		if err := m.WaitFor(ctx, "s", lifecycle.Connected); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		cpu := processCPUTime()
-		for b.Loop() {
-			if _, err := m.CallTool(ctx, "s", "echo", args); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(processCPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+		BenchManagerCallTool(b, ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL()}}, args)
 	})
-}
-
-// processCPUTime returns the user and system CPU time the process used so far.
-func processCPUTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -109,52 +109,16 @@ func medianMillis(ds []time.Duration) float64 {
 // server (the fault server in its well-behaved mode). Compare the two with
 // benchstat -col /impl.
 func BenchmarkStdioCallTool(b *testing.B) {
-	ctx := context.Background()
 	args := map[string]any{"text": "hello"}
 
 	b.Run("impl=raw", func(b *testing.B) {
 		inv := faultserver.Command(faultserver.ModeNormal)
 		c := mcpclient.NewClient(transport.NewStdio(inv.Path, inv.EnvList(), inv.Args...))
 		defer c.Close()
-		if err := c.Start(ctx); err != nil {
-			b.Fatal(err)
-		}
-		// The same client info as the Manager sends: on 2026-07-28 it rides
-		// in every request's _meta, so it must not differ between the two.
-		init := mcp.InitializeRequest{}
-		init.Params.ClientInfo = mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"}
-		if _, err := c.Initialize(ctx, init); err != nil {
-			b.Fatal(err)
-		}
-		// A host lists tools before calling them, as the Manager does.
-		if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
-			b.Fatal(err)
-		}
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "echo"
-		req.Params.Arguments = args
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := c.CallTool(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-		}
+		client.BenchRawCallTool(b, c, args, nil)
 	})
 
 	b.Run("impl=manager", func(b *testing.B) {
-		m := client.New()
-		defer m.Close()
-		if err := m.Add(ctx, "s", faultServerSpec()); err != nil {
-			b.Fatal(err)
-		}
-		if err := m.WaitFor(ctx, "s", lifecycle.Connected); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := m.CallTool(ctx, "s", "echo", args); err != nil {
-				b.Fatal(err)
-			}
-		}
+		client.BenchManagerCallTool(b, faultServerSpec(), args)
 	})
 }
