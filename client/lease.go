@@ -100,6 +100,11 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 		l.cancel()
 		l.notes.closeAndWait()
 		err = explain(conn, err)
+		if lines := stderrOf(conn); lines != nil {
+			s.mu.Lock()
+			s.lastStderr = lines
+			s.mu.Unlock()
+		}
 		*failed = append(*failed, conn)
 		return nil, fmt.Errorf("%s: %w", step, err)
 	}

@@ -44,6 +44,10 @@ type slot struct {
 	health     lifecycle.Health
 	lastErr    error
 	catalogErr error
+	// lastStderr holds the stderr lines of the last runtime or failed dial,
+	// for the status of a server that is not connected: a server that dies
+	// at start is exactly when its stderr matters.
+	lastStderr []string
 	nextRetry  time.Time
 	legacy     bool // the server rejected 2026-07-28: dial the older handshake first
 	// What the host asked of the server, told again to every new runtime.
@@ -303,8 +307,18 @@ func (s *slot) detachLocked() *lease {
 	if l != nil {
 		s.lease = nil
 		l.cancel()
+		s.lastStderr = stderrOf(l.conn)
 	}
 	return l
+}
+
+// stderrOf returns the last lines a connection's server wrote to stderr, if
+// its transport keeps them (stdio does).
+func stderrOf(c Conn) []string {
+	if e, ok := c.(interface{ Stderr() []string }); ok {
+		return e.Stderr()
+	}
+	return nil
 }
 
 // stopLocked cancels the connect loop and detaches the lease, moving to
@@ -456,9 +470,9 @@ func (s *slot) status() ServerStatus {
 		st.ConnectedAt = l.connectedAt
 		st.InFlight = l.inflight.Load()
 		st.Protocol = l.protocol
-		if e, ok := l.conn.(interface{ Stderr() []string }); ok {
-			st.Stderr = e.Stderr()
-		}
+		st.Stderr = stderrOf(l.conn)
+	} else {
+		st.Stderr = s.lastStderr
 	}
 	v := s.m.pub.View()
 	if c, ok := v.Catalog(s.name); ok {

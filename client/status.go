@@ -25,7 +25,9 @@ type ServerStatus struct {
 	ServerInfo   mcp.Implementation
 	// Protocol is the MCP protocol version the current runtime speaks.
 	Protocol string
-	// Stderr holds the last lines a stdio server wrote to stderr.
+	// Stderr holds the last lines a stdio server wrote to stderr: of the
+	// current runtime, or, when none is connected, of the last runtime or
+	// failed dial.
 	Stderr []string
 	// Quarantined lists this server's tools left out of the View because
 	// another server's tool holds the same qualified name.

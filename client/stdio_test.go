@@ -195,6 +195,9 @@ func TestStdioFaults(t *testing.T) {
 		},
 		want: []string{"Connecting", "PermanentlyFailed"},
 		check: func(t *testing.T, st ServerStatus) {
+			if !slices.Contains(st.Stderr, faultserver.ExitAtStartLine) {
+				t.Errorf("Stderr = %q, want the line the server wrote before it died at start", st.Stderr)
+			}
 			var ee *stdio.ExitError
 			if !errors.As(st.LastError, &ee) || ee.Code != faultserver.ExitAtStartCode {
 				t.Errorf("LastError = %v, want an *stdio.ExitError with exit status %d", st.LastError, faultserver.ExitAtStartCode)
