@@ -255,18 +255,16 @@ func (h *host) stderr(w io.Writer, name string) {
 		fmt.Fprintf(w, "stderr: %v\n", err)
 		return
 	}
+	// Status keeps the lines of the live runtime, or of the last one or
+	// the last failed dial, so a server that died at start shows why.
 	if len(st.Stderr) == 0 {
-		// Status keeps stderr only for a live runtime; a server that died
-		// at start has its last lines in the error that ended it.
-		if st.LastError != nil {
-			fmt.Fprintf(w, "%s has no live runtime; its last error:\n%s\n", name, indent(st.LastError.Error()))
-		} else {
-			fmt.Fprintf(w, "%s wrote nothing to stderr\n", name)
-		}
-		return
+		fmt.Fprintf(w, "%s wrote nothing to stderr\n", name)
 	}
 	for _, l := range st.Stderr {
 		fmt.Fprintf(w, "%s! %s\n", name, l)
+	}
+	if st.State != lifecycle.Connected && st.LastError != nil {
+		fmt.Fprintf(w, "%s is %s; its last error:\n%s\n", name, st.State, indent(st.LastError.Error()))
 	}
 }
 

@@ -112,8 +112,9 @@ func TestHost(t *testing.T) {
 	h.expectEvent(" a ", "-> Connected (generation 2)")
 
 	h.send("stderr broken")
-	h.expect("broken has no live runtime; its last error:")
-	h.expect("exit status 3", faultserver.ExitAtStartLine)
+	h.expect("broken! ", faultserver.ExitAtStartLine)
+	h.expect("broken is ", "its last error:")
+	h.expect("exit status 3")
 	h.send("stderr nope")
 	h.expect("stderr: ", "unknown server")
 	h.send("frobnicate")
