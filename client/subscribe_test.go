@@ -1,95 +1,16 @@
 package client
 
 import (
-	"context"
 	"errors"
-	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
-
-// updatingServer is an mcp-go streamable HTTP server whose resources offer
-// subscribe (or not), and which can send notifications/resources/updated to
-// every subscriptions/listen stream whose filter, as the server recorded
-// it, names the URI. mcp-go has no such fan-out for 2026-07-28 streams.
-type updatingServer struct {
-	url string
-
-	mu      sync.Mutex
-	listens map[server.ClientSession]struct{}
-}
-
-func startUpdatingServer(t *testing.T, subscribe bool) *updatingServer {
-	t.Helper()
-	u := &updatingServer{listens: make(map[server.ClientSession]struct{})}
-	hooks := &server.Hooks{}
-	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest) {
-		sess := server.ClientSessionFromContext(ctx)
-		if sess == nil {
-			return
-		}
-		u.mu.Lock()
-		u.listens[sess] = struct{}{}
-		u.mu.Unlock()
-		context.AfterFunc(ctx, func() {
-			u.mu.Lock()
-			delete(u.listens, sess)
-			u.mu.Unlock()
-		})
-	})
-	s := server.NewMCPServer("updating", "1.0", server.WithHooks(hooks),
-		server.WithToolCapabilities(true), server.WithResourceCapabilities(subscribe, false))
-	httpserver.AddMCPGoTools(s)
-	s.AddResource(mcp.NewResource("test://a", "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "test://a", Text: "a"}}, nil
-	})
-	streamable := server.NewStreamableHTTPServer(s)
-	srv := httptest.NewServer(streamable)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = streamable.Shutdown(ctx)
-		srv.Close()
-	})
-	u.url = srv.URL + "/mcp"
-	return u
-}
-
-// update sends notifications/resources/updated for uri on every live
-// listen stream subscribed to it, and returns on how many.
-func (u *updatingServer) update(uri string) int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	n := 0
-	for sess := range u.listens {
-		f, ok := sess.(server.SessionWithSubscriptionFilter)
-		if !ok {
-			continue
-		}
-		if filter, active := f.SubscriptionFilter(); !active || !slices.Contains(filter.ResourceSubscriptions, uri) {
-			continue
-		}
-		note := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-			Method: mcp.MethodNotificationResourceUpdated,
-			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"uri": uri}},
-		}}
-		select {
-		case sess.NotificationChannel() <- note:
-			n++
-		default:
-		}
-	}
-	return n
-}
 
 // TestSubscribeWhileConnectedModernHTTP subscribes to resources of an
 // mcp-go streamable HTTP server on protocol 2026-07-28 while the runtime is
@@ -106,10 +27,10 @@ func (u *updatingServer) update(uri string) int {
 func TestSubscribeWhileConnectedModernHTTP(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	srv := startUpdatingServer(t, true)
+	srv := httpserver.StartUpdating(t, httpserver.UpdatingOptions{ListChanged: true, Subscribe: true})
 	m := newTestManager(t)
 	rec := record(m)
-	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.url}})
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
 	mustWait(t, m, "s", lifecycle.Connected)
 	st, _ := m.Status("s")
 	if !mcp.IsModernProtocol(st.Protocol) {
@@ -137,7 +58,7 @@ func TestSubscribeWhileConnectedModernHTTP(t *testing.T) {
 			t.Fatalf("SubscribeResource(%s): %v", uri, err)
 		}
 		n := len(rec.snapshot())
-		if got := srv.update(uri); got != 1 {
+		if got := srv.Update(uri); got != 1 {
 			t.Fatalf("update(%s) reached %d listen streams, want 1", uri, got)
 		}
 		rec.wait(t, updated(uri, n))
@@ -150,8 +71,8 @@ func TestSubscribeWhileConnectedModernHTTP(t *testing.T) {
 		t.Fatalf("UnsubscribeResource: %v", err)
 	}
 	n := len(rec.snapshot())
-	srv.update("test://a") // reaches only a stream the client already left, if any
-	if got := srv.update("test://b"); got < 1 {
+	srv.Update("test://a") // reaches only a stream the client already left, if any
+	if got := srv.Update("test://b"); got < 1 {
 		t.Fatalf("update(b) reached %d listen streams", got)
 	}
 	rec.wait(t, updated("test://b", n)) // fails on an update of a first
@@ -170,9 +91,9 @@ func TestSubscribeWhileConnectedModernHTTP(t *testing.T) {
 func TestSubscribeModernHTTPNotOffered(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	srv := startUpdatingServer(t, false)
+	srv := httpserver.StartUpdating(t, httpserver.UpdatingOptions{ListChanged: true})
 	m := newTestManager(t)
-	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.url}})
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
 	mustWait(t, m, "s", lifecycle.Connected)
 	err := m.SubscribeResource(ctx, "s", "test://a")
 	if err == nil || errors.Is(err, ErrUnavailable) {

@@ -7,69 +7,18 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpserver"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
-// updatingServer is an mcp-go streamable HTTP server that declares
-// resources with subscribe and can send notifications/resources/updated to
-// every subscriptions/listen stream whose filter, as the server recorded
-// it, names the URI. (mcp-go has no such fan-out for 2026-07-28 streams.)
-// A listen request whose filter names refusedURI is answered with a
-// JSON-RPC error.
-type updatingServer struct {
-	url string
-
-	mu      sync.Mutex
-	listens map[server.ClientSession]struct{}
-}
-
+// refusedURI is a resource the test server refuses to listen for.
 const refusedURI = "test://refused"
-
-func startUpdatingServer(t *testing.T, listChanged bool) *updatingServer {
-	t.Helper()
-	u := &updatingServer{listens: make(map[server.ClientSession]struct{})}
-	hooks := &server.Hooks{}
-	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest) {
-		sess := server.ClientSessionFromContext(ctx)
-		if sess == nil {
-			return
-		}
-		u.mu.Lock()
-		u.listens[sess] = struct{}{}
-		u.mu.Unlock()
-		context.AfterFunc(ctx, func() {
-			u.mu.Lock()
-			delete(u.listens, sess)
-			u.mu.Unlock()
-		})
-	})
-	s := server.NewMCPServer("updating", "1.0", server.WithHooks(hooks),
-		server.WithToolCapabilities(listChanged), server.WithResourceCapabilities(true, false))
-	httpserver.AddMCPGoTools(s)
-	s.AddResource(mcp.NewResource("test://a", "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "test://a", Text: "a"}}, nil
-	})
-	streamable := server.NewStreamableHTTPServer(s)
-	srv := httptest.NewServer(refuse(streamable))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = streamable.Shutdown(ctx)
-		srv.Close()
-	})
-	u.url = srv.URL + "/mcp"
-	return u
-}
 
 // refuse answers a subscriptions/listen naming refusedURI with an error.
 func refuse(next nethttp.Handler) nethttp.Handler {
@@ -89,33 +38,6 @@ func refuse(next nethttp.Handler) nethttp.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// update sends notifications/resources/updated for uri on every live
-// listen stream subscribed to it, and returns on how many.
-func (u *updatingServer) update(uri string) int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	n := 0
-	for sess := range u.listens {
-		f, ok := sess.(server.SessionWithSubscriptionFilter)
-		if !ok {
-			continue
-		}
-		if filter, active := f.SubscriptionFilter(); !active || !slices.Contains(filter.ResourceSubscriptions, uri) {
-			continue
-		}
-		note := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-			Method: mcp.MethodNotificationResourceUpdated,
-			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"uri": uri}},
-		}}
-		select {
-		case sess.NotificationChannel() <- note:
-			n++
-		default:
-		}
-	}
-	return n
 }
 
 // updates collects the URIs of the resources/updated notifications a
@@ -166,8 +88,8 @@ func TestSubscribeResourceReopensListen(t *testing.T) {
 		t.Run(fmt.Sprintf("list_changed=%v", listChanged), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			srv := startUpdatingServer(t, listChanged)
-			s := connect(ctx, t, mcphttp.Spec{URL: srv.url})
+			srv := httpserver.StartUpdating(t, httpserver.UpdatingOptions{ListChanged: listChanged, Subscribe: true, Wrap: refuse})
+			s := connect(ctx, t, mcphttp.Spec{URL: srv.URL})
 			if v := s.client.ProtocolVersion(); !mcp.IsModernProtocol(v) {
 				t.Fatalf("protocol %s, want 2026-07-28", v)
 			}
@@ -188,7 +110,7 @@ func TestSubscribeResourceReopensListen(t *testing.T) {
 			}
 
 			subscribe("test://a")
-			if n := srv.update("test://a"); n != 1 {
+			if n := srv.Update("test://a"); n != 1 {
 				t.Fatalf("update(a) reached %d listen streams, want 1", n)
 			}
 			if uri := nextUpdate(ctx, t, got); uri != "test://a" {
@@ -196,8 +118,8 @@ func TestSubscribeResourceReopensListen(t *testing.T) {
 			}
 			subscribe("test://b")
 			subscribe("test://b") // no change: no new stream
-			srv.update("test://a")
-			srv.update("test://b")
+			srv.Update("test://a")
+			srv.Update("test://b")
 			if a, b := nextUpdate(ctx, t, got), nextUpdate(ctx, t, got); a != "test://a" || b != "test://b" {
 				t.Fatalf("updated %s, %s; want a, b", a, b)
 			}
@@ -206,8 +128,8 @@ func TestSubscribeResourceReopensListen(t *testing.T) {
 			if err := s.conn.UnsubscribeResource(ctx, s.client, "test://a"); err != nil {
 				t.Fatalf("UnsubscribeResource: %v", err)
 			}
-			srv.update("test://a") // sent only on a stream the client left, if any
-			if n := srv.update("test://b"); n < 1 {
+			srv.Update("test://a") // sent only on a stream the client left, if any
+			if n := srv.Update("test://b"); n < 1 {
 				t.Fatalf("update(b) reached %d listen streams", n)
 			}
 			if uri := nextUpdate(ctx, t, got); uri != "test://b" {
@@ -227,7 +149,7 @@ func TestSubscribeResourceReopensListen(t *testing.T) {
 			}
 			wg.Wait()
 			for _, uri := range uris {
-				srv.update(uri)
+				srv.Update(uri)
 			}
 			var seen []string
 			for range uris {
@@ -244,8 +166,8 @@ func TestSubscribeResourceReopensListen(t *testing.T) {
 			} else {
 				t.Logf("refused: %v", err)
 			}
-			srv.update(refusedURI)
-			if n := srv.update("test://b"); n < 1 {
+			srv.Update(refusedURI)
+			if n := srv.Update("test://b"); n < 1 {
 				t.Fatalf("update(b) reached %d listen streams after the refusal", n)
 			}
 			if uri := nextUpdate(ctx, t, got); uri != "test://b" {
