@@ -329,3 +329,16 @@ func (r *recorder) waitStates(t *testing.T, server string, want ...string) {
 		}
 	}
 }
+
+// callBlocked starts a call of ts's "block" tool on server "s" and returns
+// once the server runs it; the call's outcome arrives on the channel.
+func callBlocked(t *testing.T, m *Manager, ts *testServer) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.CallTool(testCtx(t), "s", "block", nil)
+		done <- err
+	}()
+	<-ts.entered
+	return done
+}

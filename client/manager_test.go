@@ -181,12 +181,7 @@ func TestDisableDrainsInFlightAndNothingReachesOldRuntime(t *testing.T) {
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)
 
-	inflight := make(chan error, 1)
-	go func() {
-		_, err := m.CallTool(testCtx(t), "s", "block", nil)
-		inflight <- err
-	}()
-	<-ts.entered
+	inflight := callBlocked(t, m, ts)
 
 	disabled := make(chan error, 1)
 	go func() { disabled <- m.Disable(testCtx(t), "s") }()
@@ -235,12 +230,7 @@ func TestDisableForcesCloseAfterDrainTimeout(t *testing.T) {
 	m := newTestManager(t, WithDrainTimeout(20*time.Millisecond))
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)
-	inflight := make(chan error, 1)
-	go func() {
-		_, err := m.CallTool(testCtx(t), "s", "block", nil)
-		inflight <- err
-	}()
-	<-ts.entered
+	inflight := callBlocked(t, m, ts)
 	if err := m.Disable(testCtx(t), "s"); err != nil {
 		t.Fatal(err)
 	}

@@ -54,12 +54,7 @@ func closeMustWaitFor(t *testing.T, stop func(*Manager) error) {
 	mustAdd(t, m, "s", ServerSpec{Dialer: slowCloseDialer(ts.dialer(), gate, &closed)})
 	mustWait(t, m, "s", lifecycle.Connected)
 
-	inflight := make(chan error, 1)
-	go func() {
-		_, err := m.CallTool(testCtx(t), "s", "block", nil)
-		inflight <- err
-	}()
-	<-ts.entered
+	inflight := callBlocked(t, m, ts)
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop(m) }()
 	rec.wait(t, func(e Event) bool {
@@ -107,12 +102,7 @@ func TestAddDuringRemoveOfTheSameName(t *testing.T) {
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)
-	inflight := make(chan error, 1)
-	go func() {
-		_, err := m.CallTool(testCtx(t), "s", "block", nil)
-		inflight <- err
-	}()
-	<-ts.entered
+	inflight := callBlocked(t, m, ts)
 	removed := make(chan error, 1)
 	go func() { removed <- m.Remove(testCtx(t), "s") }()
 	rec.wait(t, func(e Event) bool { return e.Kind == EventState && e.To == lifecycle.Closed })
