@@ -29,6 +29,11 @@ var (
 	// flight, so the server may or may not have executed it, and the tool is
 	// neither read-only nor idempotent, so it was not replayed.
 	ErrOutcomeUnknown = errors.New("mcpfleet: outcome unknown")
+	// ErrServerError: the server answered the request with a JSON-RPC
+	// error. It is a result, not a failure of the connection: the runtime
+	// stays, nothing is retried, and the server's own error (mcp-go's, such
+	// as mcp.ErrMethodNotFound) is wrapped as well.
+	ErrServerError = errors.New("mcpfleet: server returned an error")
 	// ErrToolNotFound: the qualified tool name is not in the published View.
 	ErrToolNotFound = errors.New("mcpfleet: tool not found")
 	// ErrTooManyTimeouts is the cause recorded when consecutive call
