@@ -1,0 +1,248 @@
+//go:build linux
+
+package soak
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/gosdkserver"
+	"github.com/mcpfleet/mcpfleet/internal/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/inproc"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
+)
+
+// kind is one server implementation over one transport. Failures are
+// reported per kind because a bug usually belongs to one transport or one
+// server's habits (the TypeScript server's 400 for a stale session, mcp-go's
+// "unexpected nil response"), not to one server of the fleet.
+type kind string
+
+const (
+	kindTSStdio        kind = "ts-stdio"             // server-everything over stdio (node)
+	kindTSHTTP         kind = "ts-http"              // server-everything over streamable HTTP (node)
+	kindGoSDKStdio     kind = "gosdk-stdio"          // official Go SDK, the test binary re-executed
+	kindGoSDKHTTP      kind = "gosdk-http"           // official Go SDK, stateful streamable HTTP
+	kindGoSDKStateless kind = "gosdk-http-stateless" // official Go SDK, stateless streamable HTTP
+	kindMCPGoHTTP      kind = "mcpgo-http"           // mcp-go streamable HTTP, sessions not validated
+	kindMCPGoStateful  kind = "mcpgo-http-stateful"  // mcp-go streamable HTTP, 404 for unknown sessions
+	kindMCPGoSSE       kind = "mcpgo-sse"            // mcp-go legacy HTTP+SSE
+	kindMCPGoInProcess kind = "mcpgo-inproc"         // mcp-go in this process
+)
+
+// mix is the fleet: 22 servers. The node servers are the heaviest (about 8
+// node processes is what two cores carry beside the rest), so the Go kinds
+// make up the numbers.
+var mix = []struct {
+	kind kind
+	n    int
+}{
+	{kindTSStdio, 4},
+	{kindTSHTTP, 4},
+	{kindGoSDKStdio, 4},
+	{kindGoSDKHTTP, 2},
+	{kindGoSDKStateless, 1},
+	{kindMCPGoHTTP, 1},
+	{kindMCPGoStateful, 1},
+	{kindMCPGoSSE, 1},
+	{kindMCPGoInProcess, 4},
+}
+
+// markerEnv names the variable set in every stdio child's environment to
+// the name of its server: a fault finds the child to kill or stop through
+// /proc, since the Manager's public API does not (and should not) expose pids.
+const markerEnv = "MCPFLEET_SOAK_SERVER"
+
+// member is one server of the fleet: how to reach it, how its echo tool
+// answers, and the handle a fault acts on.
+type member struct {
+	name string
+	kind kind
+	spec client.ServerSpec
+	// argKey is the echo tool's argument, prefix what it puts before the
+	// text in its answer: the servers do not agree on either.
+	argKey, prefix string
+
+	// What a fault acts on: the child found by markerEnv for stdio, ts or
+	// http for the HTTP kinds, inproc and gate for in-process servers.
+	ts     *httpserver.Everything
+	http   *httpserver.Server
+	inproc *inproc.Server
+	gate   *gate
+
+	// busy is set while a fault acts on the server, so that faults on one
+	// server never overlap and each outage has one cause.
+	busy atomic.Bool
+}
+
+func (s *member) stdio() bool { return s.kind == kindTSStdio || s.kind == kindGoSDKStdio }
+
+// answer is the exact text the echo tool returns for arg.
+func (s *member) answer(arg string) string { return s.prefix + arg }
+
+func (s *member) args(arg string) map[string]any { return map[string]any{s.argKey: arg} }
+
+// faultKinds lists the faults that make sense for the server's kind: a
+// process is killed, a network server restarted; everything can hang, be
+// toggled and be reconnected.
+func (s *member) faultKinds() []faultKind {
+	switch {
+	case s.stdio(), s.kind == kindMCPGoInProcess:
+		return []faultKind{faultKill, faultHang, faultToggle, faultReconnect}
+	default:
+		return []faultKind{faultRestart, faultHang, faultToggle, faultReconnect}
+	}
+}
+
+// startFleet starts every server of mix (the HTTP ones listen before it
+// returns; the Manager starts the stdio children) and returns them in a
+// stable order. tsBin is server-everything's executable. The HTTP servers
+// stop when the test ends.
+func startFleet(t testing.TB, tsBin string) []*member {
+	t.Helper()
+	var fleet []*member
+	for _, k := range mix {
+		for i := 1; i <= k.n; i++ {
+			s := &member{name: string(k.kind) + "-" + strconv.Itoa(i), kind: k.kind, argKey: "message"}
+			switch k.kind {
+			case kindTSStdio:
+				s.prefix = "Echo: "
+				s.spec.Stdio = &stdio.Spec{Command: tsBin, Args: []string{"stdio"},
+					Env: map[string]string{markerEnv: s.name}}
+			case kindGoSDKStdio:
+				inv := gosdkserver.Command()
+				env := map[string]string{markerEnv: s.name}
+				for k, v := range inv.Env {
+					env[k] = v
+				}
+				s.argKey = "text"
+				s.spec.Stdio = &stdio.Spec{Command: inv.Path, Args: inv.Args, Env: env}
+			case kindTSHTTP:
+				s.prefix = "Echo: "
+				s.ts = httpserver.StartEverything(t, httpserver.EverythingStreamable)
+				s.spec.HTTP = &mcphttp.Spec{URL: s.ts.URL()}
+			case kindMCPGoInProcess:
+				s.gate = &gate{}
+				s.inproc = inproc.New(newInProcServer(s.gate))
+				srv := s.inproc
+				// Not client.InProcess: the soak needs the inproc.Server to
+				// kill its connections, as a crash would.
+				s.spec.Dialer = func(ctx context.Context) (client.Conn, error) {
+					c, err := srv.Dial(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return c, nil
+				}
+			default:
+				s.http = httpserver.Start(t, httpKind(k.kind))
+				spec := &mcphttp.Spec{URL: s.http.URL()}
+				if k.kind == kindMCPGoSSE {
+					spec.Kind = mcphttp.SSE
+				}
+				s.spec.HTTP = spec
+			}
+			fleet = append(fleet, s)
+		}
+	}
+	return fleet
+}
+
+func httpKind(k kind) httpserver.Kind {
+	switch k {
+	case kindGoSDKHTTP:
+		return httpserver.GoSDKStateful
+	case kindGoSDKStateless:
+		return httpserver.GoSDKStateless
+	case kindMCPGoStateful:
+		return httpserver.MCPGoStateful
+	case kindMCPGoSSE:
+		return httpserver.MCPGoSSE
+	default:
+		return httpserver.MCPGo
+	}
+}
+
+// newInProcServer is an mcp-go server with an echo tool that waits while
+// g is shut: the in-process form of a hung server, which accepts requests
+// and never answers them.
+func newInProcServer(g *gate) *server.MCPServer {
+	s := server.NewMCPServer("soak-inproc", "1.0.0")
+	s.AddTool(mcp.NewTool("echo",
+		mcp.WithDescription("Echoes the message back."),
+		mcp.WithString("message", mcp.Required()),
+	), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := g.wait(ctx); err != nil {
+			return nil, err
+		}
+		msg, err := req.RequireString("message")
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText(msg), nil
+	})
+	return s
+}
+
+// gate holds the in-process echo tool while shut.
+type gate struct {
+	mu sync.Mutex
+	ch chan struct{} // non-nil while shut; closed when opened
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch == nil {
+		g.ch = make(chan struct{})
+	}
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ch != nil {
+		close(g.ch)
+		g.ch = nil
+	}
+}
+
+func (g *gate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// kindOf returns the kind of the server named name, for reports.
+func kindOf(fleet []*member, name string) kind {
+	for _, s := range fleet {
+		if s.name == name {
+			return s.kind
+		}
+	}
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		return kind(name[:i])
+	}
+	return kind(name)
+}
+
+func (s *member) String() string { return fmt.Sprintf("%s (%s)", s.name, s.kind) }
