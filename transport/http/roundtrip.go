@@ -8,7 +8,9 @@ import (
 	"io"
 	"mime"
 	nethttp "net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,8 +19,9 @@ import (
 // roundTripper sits between mcp-go and the Conn's own http.Transport. It is
 // where the Conn learns what mcp-go does not report: that the notification
 // stream opened or broke off, and that the server forgot the session. It
-// also applies the per-request timeout everywhere but on the stream, and
-// bounds the session DELETE.
+// also applies the per-request timeout everywhere but on the stream, bounds
+// the session DELETE, and resends a request that died on a dead idle
+// keep-alive connection (see send).
 type roundTripper struct {
 	c    *Conn
 	base nethttp.RoundTripper
@@ -41,7 +44,7 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		ctx, cancel = context.WithTimeout(req.Context(), t)
 		req = req.WithContext(ctx)
 	}
-	resp, err := rt.base.RoundTrip(req)
+	resp, err := rt.send(req)
 	if err != nil {
 		if cancel != nil {
 			cancel()
@@ -83,7 +86,7 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 	if phase, _, _ := c.stream.get(); getStream && (phase == streamEnded || phase == streamRefused) {
 		return methodNotAllowed(req), nil
 	}
-	resp, err := rt.base.RoundTrip(req)
+	resp, err := rt.send(req)
 	if err != nil {
 		if req.Method == nethttp.MethodGet && req.Context().Err() == nil && !c.closing.Load() {
 			c.streamFailed(err)
@@ -113,6 +116,92 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		return methodNotAllowed(req), nil
 	}
 	return resp, nil
+}
+
+// send sends req once, and once more on a fresh connection when the first
+// attempt provably reached no one: it went out on a keep-alive connection
+// that had sat idle in the pool, failed before a single response byte came
+// back, and its context is still live. That is a connection the server
+// closed while it was idle (typically because the server restarted on the
+// same port), which the pool handed out before it noticed the close; the
+// old server never ran the request and the new one never saw it. net/http
+// itself resends only idempotent requests in that case, and every MCP
+// request is a POST, so without this a restart would surface as EOF, which
+// the Manager must report as an unknown outcome. Browsers resend any method
+// in this case for the same reason.
+//
+// Anything else is left alone: a fresh connection that fails, or a failure
+// after response bytes arrived, may have been run by the server.
+//
+// The stream requests go through here too: a subscriptions/listen POST
+// lost this way would read as a stream that failed to open, and a Conn
+// torn down for it. (net/http resends the GET stream itself.)
+//
+// The alternative would be an Idempotency-Key header on every request,
+// which net/http honours by resending such a request on the same
+// condition. It is rejected because it tells the server and every proxy on
+// the way that the request is safe to replay under that key, a promise we
+// cannot make for a tool call and that a gateway implementing the header
+// (draft-ietf-httpapi-idempotency-key) would act on.
+func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
+	var att attempt
+	resp, err := rt.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), att.trace())))
+	if err == nil || !att.deadIdle() || req.Context().Err() != nil {
+		return resp, err
+	}
+	retry, ok := rewind(req)
+	if !ok {
+		return nil, err
+	}
+	// The pool may hold more connections to the old server, idle since
+	// before it went away: drop them all, so the resend dials. The pool is
+	// this Conn's alone and holds a handful of connections at most; the
+	// stream and requests in flight are not idle and stay.
+	rt.c.pool.CloseIdleConnections()
+	rt.c.log.Debug("mcpfleet: http: resending a request that died on an idle keep-alive connection",
+		"method", req.Header.Get(mcp.HeaderMethod), "err", err)
+	return rt.base.RoundTrip(retry)
+}
+
+// attempt records, through an httptrace.ClientTrace, what send needs to
+// know about one attempt. The trace callbacks run on net/http's goroutines.
+type attempt struct {
+	idle     atomic.Bool // got a connection that sat idle in the pool
+	answered atomic.Bool // a response byte came back
+}
+
+func (a *attempt) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			// net/http may itself resend on another connection (it does
+			// when nothing was written), and calls GotConn again: the
+			// last connection is the one that failed.
+			a.idle.Store(info.Reused && info.WasIdle)
+		},
+		GotFirstResponseByte: func() { a.answered.Store(true) },
+	}
+}
+
+// deadIdle reports whether the attempt failed on a connection that had sat
+// idle, before any response byte came back.
+func (a *attempt) deadIdle() bool { return a.idle.Load() && !a.answered.Load() }
+
+// rewind returns a copy of req to send again with its body rewound, and
+// false when the body cannot be read again.
+func rewind(req *nethttp.Request) (*nethttp.Request, bool) {
+	retry := req.Clone(req.Context())
+	if req.Body == nil || req.Body == nethttp.NoBody {
+		return retry, true
+	}
+	if req.GetBody == nil {
+		return nil, false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, false
+	}
+	retry.Body = body
+	return retry, true
 }
 
 // delete sends the session DELETE bounded by the delete timeout and by the
