@@ -172,6 +172,7 @@ const (
 	ruleClose        rule = "Close failed"
 	ruleLog          rule = "manager logged an error"
 	ruleLeftOver     rule = "calls not accounted for"
+	ruleLeak         rule = "goroutine leak after Close"
 )
 
 // Slack of the rules about timing.
@@ -260,7 +261,7 @@ func (l *ledger) end(c *call, res *mcp.CallToolResult, err, ctxErr error) class 
 
 	var fs []failure
 	add := func(r rule, f *fault, extra string) {
-		fs = append(fs, l.callFailure(r, c, end, f, extra, err))
+		fs = append(fs, l.callFailure(r, c, end, f, extra, err, ctxErr))
 	}
 	inFlight := l.log.overlapping(name, c.start, end, inFlightSlack)
 	switch cl {
@@ -319,7 +320,7 @@ func countsLocked(m map[string]*[numClasses]int, key string) *[numClasses]int {
 
 // callFailure builds the failure of a call, with the fault that explains
 // it best: the one in flight, else the last before the call ended.
-func (l *ledger) callFailure(r rule, c *call, end time.Time, f *fault, extra string, err error) failure {
+func (l *ledger) callFailure(r rule, c *call, end time.Time, f *fault, extra string, err, ctxErr error) failure {
 	note := "in flight"
 	if f == nil {
 		f = l.log.latestBefore(c.server.name, end)
@@ -347,6 +348,13 @@ func (l *ledger) callFailure(r rule, c *call, end time.Time, f *fault, extra str
 	if err != nil {
 		errText = err.Error()
 		fmt.Fprintf(&b, "\n        error: %s\n        wraps: %s\n        chain: %s", err, sentinels(err), chain(err))
+	}
+	// Whether the caller's own context had ended tells a cancellation the
+	// caller asked for from one the Manager or a transport made up.
+	if ctxErr != nil {
+		fmt.Fprintf(&b, "\n        own context: %v, %v after its deadline", ctxErr, end.Sub(c.deadline).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(&b, "\n        own context: not done, %v before its deadline", c.deadline.Sub(end).Round(time.Millisecond))
 	}
 	return failure{rule: r, server: c.server, fault: f, faultNote: note, at: end, detail: b.String(), errText: errText}
 }
@@ -395,6 +403,13 @@ func fold(text, server string) string {
 	}
 	text = quoted.ReplaceAllString(text, `"…"`)
 	return digits.ReplaceAllString(text, "N")
+}
+
+// unaccounted returns the calls started that never ended.
+func (l *ledger) unaccounted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.inflight)
 }
 
 // stuck returns the calls in flight that started before t.

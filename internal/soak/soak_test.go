@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 // any leftover child. The Markdown summary goes to stdout between marker
 // lines, so that it can be pasted as it is.
 func TestSoak(t *testing.T) {
+	// What runs now (the testing framework's own) is not the soak's.
+	before := goleak.IgnoreCurrent()
 	cfg, err := configFromEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +53,14 @@ func TestSoak(t *testing.T) {
 	r.soak()
 	r.settle()
 	r.shutdown()
+	if n := r.led.unaccounted(); n > 0 {
+		r.led.fail(failure{rule: ruleLeftOver, detail: fmt.Sprintf("%d calls never returned, even after Close", n), errText: "unaccounted"})
+	}
+	// goleak in TestMain checks only a passing run; checked here, a leak is
+	// reported beside the soak's other failures.
+	if err := goleak.Find(before); err != nil {
+		r.led.fail(failure{rule: ruleLeak, detail: err.Error(), errText: "leak"})
+	}
 
 	var b bytes.Buffer
 	r.summary(&b)
