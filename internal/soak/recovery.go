@@ -24,6 +24,11 @@ type outage struct {
 	start time.Time
 	fault *fault // nil for an unprovoked departure
 	kind  faultKind
+	// failed counts the dials that failed during the outage (EventRetry
+	// and transitions carrying a cause), lastErr is the last one's cause:
+	// what a slow recovery spent its time on.
+	failed  int
+	lastErr error
 }
 
 // unprovoked is the kind of an outage no fault explains.
@@ -35,6 +40,8 @@ type recovery struct {
 	kind   faultKind
 	fault  *fault
 	took   time.Duration
+	failed int   // dials that failed on the way
+	last   error // the last of their causes
 	// sinceBack is the part of took after the server could serve again
 	// (fault.back): the Manager's own share.
 	sinceBack time.Duration
@@ -93,6 +100,12 @@ func (tr *tracker) handle(e client.Event) {
 			tr.closeErr = e.Server + ": " + e.Err.Error()
 		}
 		return
+	case client.EventRetry:
+		if o := tr.open[e.Server]; o != nil {
+			o.failed++
+			o.lastErr = e.Err
+		}
+		return
 	case client.EventState:
 	default:
 		return
@@ -125,7 +138,8 @@ func (tr *tracker) handle(e client.Event) {
 	if e.To == lifecycle.Connected {
 		if o := tr.open[name]; o != nil {
 			delete(tr.open, name)
-			rc := recovery{server: name, kind: o.kind, fault: o.fault, took: e.Time.Sub(o.start), at: e.Time}
+			rc := recovery{server: name, kind: o.kind, fault: o.fault, took: e.Time.Sub(o.start), at: e.Time,
+				failed: o.failed, last: o.lastErr}
 			rc.sinceBack = rc.took
 			if o.fault != nil && o.kind != faultToggle {
 				tr.log.mu.Lock()

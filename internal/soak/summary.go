@@ -168,6 +168,29 @@ func (r *run) summary(w io.Writer) {
 		p("</details>")
 		p("")
 	}
+	slow := slices.Clone(recs)
+	slices.SortFunc(slow, func(a, b recovery) int { return cmp.Compare(b.sinceBack, a.sinceBack) })
+	if len(slow) > 5 {
+		slow = slow[:5]
+	}
+	if len(slow) > 0 {
+		p("<details><summary>Slowest recoveries after the server was back</summary>")
+		p("")
+		for _, rc := range slow {
+			what := string(rc.kind)
+			if rc.fault != nil {
+				what = r.log.describe(rc.fault, r.clock)
+			}
+			line := fmt.Sprintf("- %s after the server was back (%s in all), %s: %s", dur(rc.sinceBack), dur(rc.took), rc.server, what)
+			if rc.failed > 0 {
+				line += fmt.Sprintf("; %d failed dials, the last: %v", rc.failed, rc.last)
+			}
+			p("%s", line)
+		}
+		p("")
+		p("</details>")
+		p("")
+	}
 	if len(topLogs) > 0 {
 		p("<details><summary>Most frequent log records (Warn and above; mcp-go's transports log through the Manager's logger)</summary>")
 		p("")
@@ -263,14 +286,22 @@ func worst(st recoveryStats) string {
 	if st.n == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s (%s)", dur(st.max), st.worst.server)
+	return fmt.Sprintf("%s (%s%s)", dur(st.max), st.worst.server, failedDials(st.worst))
+}
+
+// failedDials says what a recovery spent its time on, if it failed dials.
+func failedDials(r recovery) string {
+	if r.failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d failed dials", r.failed)
 }
 
 func worstBack(st recoveryStats) string {
 	if st.n == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s (%s)", dur(st.maxBack), st.worstBack.server)
+	return fmt.Sprintf("%s (%s%s)", dur(st.maxBack), st.worstBack.server, failedDials(st.worstBack))
 }
 
 // dur prints a duration at a precision that suits it.
