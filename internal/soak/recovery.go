@@ -5,6 +5,7 @@ package soak
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,10 +76,17 @@ type tracker struct {
 	closeErrors int
 	closeErr    string // the first close error's text
 	transitions int
+	// recent keeps each server's last events, for a failure that has to
+	// say what a server was doing.
+	recent map[string][]string
 }
 
+// recentEvents is how many events recent keeps per server.
+const recentEvents = 8
+
 func newTracker(log *faultLog, led *ledger, c *clock, fleet []*member) *tracker {
-	return &tracker{log: log, led: led, clock: c, fleet: fleet, done: make(chan struct{}), open: map[string]*outage{}}
+	return &tracker{log: log, led: led, clock: c, fleet: fleet, done: make(chan struct{}), open: map[string]*outage{},
+		recent: map[string][]string{}}
 }
 
 // run consumes events until the channel is closed (by Close).
@@ -93,6 +101,20 @@ func (tr *tracker) handle(e client.Event) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.dropped += e.Dropped
+	if e.Kind == client.EventState || e.Kind == client.EventRetry || e.Kind == client.EventCloseError {
+		line := fmt.Sprintf("%s %s %s->%s gen %d attempt %d", tr.clock.rel(e.Time), e.Kind, e.From, e.To, e.Generation, e.Attempt)
+		if !e.NextRetry.IsZero() {
+			line += fmt.Sprintf(" next retry in %v", e.NextRetry.Sub(e.Time).Round(time.Millisecond))
+		}
+		if e.Err != nil {
+			line += ": " + e.Err.Error()
+		}
+		rs := append(tr.recent[e.Server], line)
+		if len(rs) > recentEvents {
+			rs = rs[len(rs)-recentEvents:]
+		}
+		tr.recent[e.Server] = rs
+	}
 	switch e.Kind {
 	case client.EventCloseError:
 		tr.closeErrors++
@@ -131,8 +153,8 @@ func (tr *tracker) handle(e client.Event) {
 		s := tr.member(name)
 		f := tr.log.latestBefore(name, e.Time)
 		tr.led.fail(failure{rule: rulePermFailed, server: s, fault: f, faultNote: "before", at: e.Time,
-			detail: fmt.Sprintf("%s -> %s at %s, generation %d, attempt %d, cause: %v",
-				e.From, e.To, tr.clock.rel(e.Time), e.Generation, e.Attempt, e.Err),
+			detail: fmt.Sprintf("%s -> %s at %s, generation %d, attempt %d, cause: %v\n      its last events:\n        %s",
+				e.From, e.To, tr.clock.rel(e.Time), e.Generation, e.Attempt, e.Err, strings.Join(tr.recent[name], "\n        ")),
 			errText: fmt.Sprint(e.Err)})
 	}
 	if e.To == lifecycle.Connected {
@@ -152,6 +174,18 @@ func (tr *tracker) handle(e client.Event) {
 			tr.recoveries = append(tr.recoveries, rc)
 		}
 	}
+}
+
+// history returns a server's last events, one per line, indented for a
+// failure report.
+func (tr *tracker) history(server string) string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	rs := tr.recent[server]
+	if len(rs) == 0 {
+		return "        (no events)"
+	}
+	return "        " + strings.Join(rs, "\n        ")
 }
 
 // blame returns the fault a departure at t is attributed to, and marks it

@@ -147,8 +147,9 @@ func (r *run) soak() {
 				f, note = r.log.latestBefore(c.server.name, time.Now()), "before"
 			}
 			r.led.fail(failure{rule: ruleStuck, server: c.server, fault: f, faultNote: note,
-				detail: fmt.Sprintf("call echo(%q) by caller %d started at %s, still out %v later; its deadline was %s",
-					c.arg, c.caller, r.clock.rel(c.start), time.Since(c.start).Round(time.Millisecond), r.clock.rel(c.deadline))})
+				detail: fmt.Sprintf("call echo(%q) by caller %d started at %s, still out %v later; its deadline was %s; %s\n      its server's last events:\n%s",
+					c.arg, c.caller, r.clock.rel(c.start), time.Since(c.start).Round(time.Millisecond), r.clock.rel(c.deadline),
+					r.statusLine(c.server.name), r.tr.history(c.server.name))})
 		}
 	}
 }
@@ -202,7 +203,8 @@ func (r *run) settle() {
 			r.notConnected++
 			f := r.log.latestBefore(s.name, now)
 			r.led.fail(failure{rule: ruleNotConnected, server: s, fault: f, faultNote: "before",
-				detail: fmt.Sprintf("%v; %s", err, r.statusLine(s.name)), errText: r.stateOf(s.name)})
+				detail:  fmt.Sprintf("%v; %s\n      its last events:\n%s", err, r.statusLine(s.name), r.tr.history(s.name)),
+				errText: r.stateOf(s.name)})
 		})
 	}
 	wg.Wait()
