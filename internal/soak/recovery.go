@@ -167,6 +167,10 @@ func (tr *tracker) handle(e client.Event) {
 				tr.log.mu.Lock()
 				back := o.fault.back
 				tr.log.mu.Unlock()
+				// A zero back is a fault still under way: the Manager
+				// replaced a hung server before the hang ended, and took no
+				// time after the server was back.
+				rc.sinceBack = 0
 				if !back.IsZero() {
 					rc.sinceBack = max(0, e.Time.Sub(back))
 				}
