@@ -258,8 +258,9 @@ func (in *injector) inject(f *fault, hold time.Duration) {
 		in.log.finish(f, end, back, detail)
 	}()
 	fail := func(format string, args ...any) {
-		in.rep.fail(failure{rule: ruleFault, server: s, fault: f, at: time.Now(),
-			detail: fmt.Sprintf(format, args...)})
+		msg := fmt.Sprintf(format, args...)
+		in.rep.fail(failure{rule: ruleFault, server: s, fault: f, faultNote: "in flight", at: time.Now(),
+			detail: msg, errText: msg})
 	}
 	switch f.kind {
 	case faultKill:
