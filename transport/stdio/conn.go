@@ -18,8 +18,8 @@ import (
 
 // exitDrainWait bounds how long the exit watcher waits, after the process
 // exits, for its pipes to reach EOF. EOF normally arrives at once; it is
-// late only when a process outside the group (one that called setsid)
-// still holds a pipe, and that must not delay Done.
+// late only when a process outside the tree (on Unix, one that called
+// setsid) still holds a pipe, and that must not delay Done.
 const exitDrainWait = 100 * time.Millisecond
 
 // testHookAfterStart, when set by a test, runs right after the process
@@ -29,16 +29,18 @@ var testHookAfterStart func()
 // Conn is one running server process and the mcp-go transport over its
 // stdin and stdout. It satisfies the client package's Conn interface.
 //
-// The process belongs to the Conn from spawn to reap: it runs in its own
-// process group, a goroutine of ours waits for it (so Done closes as soon
-// as it exits and it never lingers as a zombie), its stderr is drained into
-// a bounded buffer, and Close ends the whole group.
+// The process belongs to the Conn from spawn to reap: it and everything it
+// starts form a tree that the Conn owns (a process group on Unix, a Job
+// Object on Windows), a goroutine of ours waits for it (so Done closes as
+// soon as it exits and it never lingers as a zombie), its stderr is drained
+// into a bounded buffer, and Close ends the whole tree.
 type Conn struct {
 	spec Spec
 	opts options
 	cmd  *exec.Cmd
 	pid  int
 	tr   *transport.Stdio
+	tree tree // the OS's handle on the process and its descendants; use under sigMu
 
 	// Our ends of the pipes. stdin's is owned by tr (its Close closes it);
 	// stdout's is read by tr and closed by us once the process is gone.
@@ -51,16 +53,17 @@ type Conn struct {
 	done chan struct{} // closed by the exit watcher once the process is reaped
 	err  atomic.Pointer[ExitError]
 
-	// sigMu orders signals against the reap: a group is signalled only
-	// while exited is false, that is while the leader is not yet reaped and
-	// its pid (the group id) cannot have been reused.
+	// sigMu orders signals against the reap: the tree is signalled only
+	// while exited is false, that is while the leader is not yet reaped (on
+	// Unix its pid, the group id, cannot have been reused) and the tree not
+	// yet released (on Windows the job handle is still open).
 	sigMu  sync.Mutex
 	exited bool // guarded by sigMu
 
 	closing   atomic.Bool   // Close was called; the exit is deliberate
 	closeOnce sync.Once     // starts teardown
 	forceOnce sync.Once     // closes force
-	force     chan struct{} // closed to skip straight to SIGKILL
+	force     chan struct{} // closed to skip straight to the kill
 	closed    chan struct{} // closed when teardown finished
 	closeErr  error         // written by teardown before closed is closed
 }
@@ -109,10 +112,9 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	// Its own process group, so that Close can signal the server together
-	// with anything it spawned, and so that a Ctrl-C in the host's
-	// terminal does not reach it behind the host's back.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Set up so that the child and whatever it spawns form a tree that
+	// Close can end as a whole (see proc_unix.go and proc_windows.go).
+	cmd.SysProcAttr = sysProcAttr()
 
 	err = cmd.Start()
 	// The child has its copies now (or failed); holding ours open would
@@ -122,12 +124,22 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		closeFiles(stdinW, stdoutR, stderrR)
 		return nil, startError(spec, path, err)
 	}
+	t, err := newTree(cmd.Process)
+	if err != nil {
+		// Not yet running anything of its own (see newTree): ending the
+		// process itself ends everything.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		closeFiles(stdinW, stdoutR, stderrR)
+		return nil, fmt.Errorf("stdio: start %s: %w", spec, err)
+	}
 
 	c := &Conn{
 		spec:       spec,
 		opts:       o,
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
+		tree:       t,
 		stdout:     newEOFReader(stdoutR),
 		stderr:     stderrR,
 		ring:       newRing(o.stderrLines, o.stderrBytes),
@@ -179,7 +191,7 @@ func (c *Conn) Err() error {
 	return nil
 }
 
-// PID returns the process id, which is also its process group id.
+// PID returns the process id. On Unix it is also its process group id.
 func (c *Conn) PID() int { return c.pid }
 
 // Spec returns the Spec the process was started from.
@@ -195,13 +207,15 @@ func (c *Conn) Stderr() []string { return c.ring.last(-1) }
 //  1. it closes the mcp-go transport, so pending requests fail at once with
 //     transport.ErrTransportClosed, and with it the process's stdin, which
 //     asks a well-behaved server to exit;
-//  2. after the close grace it sends SIGTERM to the process group;
-//  3. after the term timeout it sends SIGKILL to the group;
+//  2. after the close grace it sends SIGTERM to the process group (Unix;
+//     Windows has no such request and goes on to 3 at once);
+//  3. after the term timeout it kills the tree: SIGKILL to the group on
+//     Unix, TerminateJobObject on Windows;
 //  4. the exit watcher reaps the process; Close closes the remaining pipes.
 //
-// Close returns when that is done, or when ctx ends: then it sends SIGKILL
-// to the group at once and returns an error wrapping ctx.Err(), and the
-// reap still happens in the background. The exit status of a process that
+// Close returns when that is done, or when ctx ends: then it kills the tree
+// at once and returns an error wrapping ctx.Err(), and the reap still
+// happens in the background. The exit status of a process that
 // Close ended is not an error (it is in Err); Close reports only a failed
 // teardown. It is safe to call more than once and concurrently, and after
 // the process died by itself; every call returns the same result.
@@ -220,7 +234,7 @@ func (c *Conn) Close(ctx context.Context) error {
 	case <-c.closed:
 		return c.closeErr
 	default:
-		return fmt.Errorf("stdio: close pid %d: %w (sent SIGKILL, reaping in the background)", c.pid, ctx.Err())
+		return fmt.Errorf("stdio: close pid %d: %w (sent %s, reaping in the background)", c.pid, ctx.Err(), killName)
 	}
 }
 
@@ -236,22 +250,21 @@ func (c *Conn) teardown() {
 
 	var err error
 	exited := c.waitExit(c.opts.closeGrace)
-	if !exited {
-		c.signal(syscall.SIGTERM)
+	if !exited && c.signal((*tree).term) {
 		exited = c.waitExit(c.opts.termTimeout)
 	}
 	if !exited {
-		c.signal(syscall.SIGKILL)
+		c.signal((*tree).kill)
 		t := time.NewTimer(c.opts.killTimeout)
 		select {
 		case <-c.done:
 		case <-t.C:
-			err = fmt.Errorf("stdio: close pid %d: still not reaped %v after SIGKILL", c.pid, c.opts.killTimeout)
+			err = fmt.Errorf("stdio: close pid %d: still not reaped %v after %s", c.pid, c.opts.killTimeout, killName)
 		}
 		t.Stop()
 	}
 
-	// The process is gone, but a descendant that left the group may still
+	// The process is gone, but a descendant that left the tree may still
 	// hold the write ends. Closing our read ends ends mcp-go's reader and
 	// our stderr drain regardless.
 	c.stdout.Close()
@@ -283,31 +296,31 @@ func (c *Conn) waitExit(d time.Duration) bool {
 	}
 }
 
-// signal sends sig to the process group unless the leader was already
-// reaped (then the group id may name someone else's processes).
-func (c *Conn) signal(sig syscall.Signal) {
+// signal applies send (tree.term or tree.kill) to the tree unless the
+// leader was already reaped: then the tree may name someone else's
+// processes (Unix) or is released (Windows). It reports whether send sent
+// anything.
+func (c *Conn) signal(send func(*tree) bool) bool {
 	c.sigMu.Lock()
 	defer c.sigMu.Unlock()
-	if !c.exited {
-		// ESRCH (all gone) is fine; EPERM cannot happen for our own group.
-		_ = syscall.Kill(-c.pid, sig)
-	}
+	return !c.exited && send(&c.tree)
 }
 
 // watch is the exit watcher: it waits for the process, reaps it, records
 // why it ended and closes Done.
 func (c *Conn) watch() {
-	if err := waitExitedNoReap(c.pid); err == nil {
-		// The leader is a zombie, so its group id is still ours. Whatever it
-		// left in the group (helpers, a shell's children) is orphaned and
-		// would keep our pipes open: end it now rather than at Close.
+	if c.tree.waitLeader(c.pid) {
+		// The leader has exited but the tree still names only ours.
+		// Whatever it left there (helpers, a shell's children) is orphaned
+		// and would keep our pipes open: end it now rather than at Close.
 		c.sigMu.Lock()
-		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+		c.tree.kill()
 		c.exited = true
 		c.sigMu.Unlock()
 	}
 	_ = c.cmd.Wait() // the status is read from ProcessState below
 	c.sigMu.Lock()
+	c.tree.release()
 	c.exited = true
 	c.sigMu.Unlock()
 
@@ -332,7 +345,7 @@ func (c *Conn) watch() {
 	close(c.done)
 
 	// mcp-go notices the death only by EOF on stdout, which a descendant
-	// outside the group can withhold; then pending requests would hang
+	// outside the tree can withhold; then pending requests would hang
 	// until Close. After the same bounded wait, close the read end to
 	// force it.
 	if expired {
@@ -401,16 +414,8 @@ func resolve(spec Spec) (string, error) {
 	if !filepath.IsAbs(path) && spec.Dir != "" {
 		path = filepath.Join(spec.Dir, path)
 	}
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%w: %q does not exist", ErrCommandNotFound, path)
-	case err != nil:
-		return "", fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
-	case fi.IsDir():
-		return "", fmt.Errorf("%w: %q is a directory", ErrNotExecutable, path)
-	case fi.Mode().Perm()&0o111 == 0:
-		return "", fmt.Errorf("%w: %q has no execute permission", ErrNotExecutable, path)
+	if err := checkExecutable(path); err != nil {
+		return "", err
 	}
 	return spec.Command, nil
 }
@@ -422,7 +427,7 @@ func startError(spec Spec, path string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %q (or the interpreter its #! line names): %w", ErrCommandNotFound, path, err)
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+	case errors.Is(err, fs.ErrPermission), isExecFormatError(err):
 		return fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
 	}
 	return fmt.Errorf("stdio: start %s: %w", spec, err)

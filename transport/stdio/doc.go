@@ -4,18 +4,33 @@
 // mcp-go's own stdio transport starts the child with exec.CommandContext
 // (cancelling the start context kills it), fires no callback when the child
 // dies and leaves it a zombie until Close. Here the process is ours from
-// spawn to reap instead: Dial starts it in its own process group, a
-// goroutine of ours waits for it and closes Done within milliseconds of its
-// exit (Err then names the exit status or signal and quotes the last lines
-// of stderr), stderr is drained into a bounded ring buffer so a noisy child
-// can neither block nor grow our memory, and Close ends the whole group with
-// a bounded close-stdin, SIGTERM, SIGKILL escalation that always reaps.
+// spawn to reap instead: Dial starts it so that it and everything it
+// starts form a tree we own, a goroutine of ours waits for it and closes
+// Done within milliseconds of its exit (Err then names the exit status or
+// signal and quotes the last lines of stderr), stderr is drained into a
+// bounded ring buffer so a noisy child can neither block nor grow our
+// memory, and Close ends the whole tree with a bounded escalation that
+// always reaps.
 //
 // mcp-go gets only stdin and stdout, through transport.NewIO: Transport
 // returns it unstarted, and the caller (the Manager) builds the mcp-go
 // client, starts it and runs the handshake.
 //
 // A *Conn satisfies the client package's Conn interface without importing
-// it. The package is for Unix; the exit watcher's early group kill is
-// Linux-only.
+// it.
+//
+// What differs by OS is in one small file per OS with the same functions
+// (proc_unix.go, proc_windows.go); the rest is shared:
+//
+//   - Unix: the tree is the child's own process group; Close goes close
+//     stdin, SIGTERM, SIGKILL to the group. On Linux the exit watcher also
+//     kills what a dead child left in its group, while the unreaped child
+//     keeps the group id from being reused (waitid with WNOWAIT); other
+//     Unixes leave that to Close.
+//   - Windows: the child starts suspended and is put in a Job Object with
+//     JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE before it runs, so nothing it
+//     starts escapes the job, and the job dies with the host even when the
+//     host is killed. Close goes close stdin, then TerminateJobObject (there
+//     is no SIGTERM); the exit watcher ends what a dead child left in the
+//     job.
 package stdio

@@ -40,7 +40,9 @@ type ExitError struct {
 	PID int
 	// Code is the exit status, or -1 if a signal ended the process.
 	Code int
-	// Signal is the signal that ended the process, or 0.
+	// Signal is the signal that ended the process, or 0. It is always 0 on
+	// Windows, where no process ends by a signal; one that Close had to
+	// terminate exits with status 1 there.
 	Signal syscall.Signal
 	// Stderr holds the last lines the process wrote to stderr, oldest first.
 	Stderr []string
@@ -91,18 +93,23 @@ func stderrTail(lines []string) string {
 	return strings.Join(lines[first:], " | ")
 }
 
+// signalNames names the signals every OS's syscall package defines;
+// osSignalNames (proc_*.go) adds the OS's own.
 var signalNames = map[syscall.Signal]string{
 	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
 	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
 	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
-	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
-	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGSEGV: "SIGSEGV", syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM",
+	syscall.SIGTERM: "SIGTERM",
 }
 
 // signalName gives the conventional name (SIGKILL) rather than Go's
 // description ("killed"), since that is what people search for.
 func signalName(s syscall.Signal) string {
 	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	if n, ok := osSignalNames[s]; ok {
 		return n
 	}
 	return fmt.Sprintf("signal %d", int(s))

@@ -8,14 +8,15 @@ import (
 // Defaults of the Options.
 const (
 	// DefaultCloseGrace is how long Close waits, after closing the child's
-	// stdin, for it to exit by itself before sending SIGTERM. Well-behaved
-	// stdio servers exit on stdin EOF within milliseconds.
+	// stdin, for it to exit by itself before sending SIGTERM (on Windows,
+	// before terminating its job). Well-behaved stdio servers exit on stdin
+	// EOF within milliseconds.
 	DefaultCloseGrace = 2 * time.Second
 	// DefaultTermTimeout is how long Close waits after SIGTERM before
-	// sending SIGKILL.
+	// sending SIGKILL. Windows has no SIGTERM step.
 	DefaultTermTimeout = 2 * time.Second
-	// DefaultKillTimeout is how long Close waits after SIGKILL for the
-	// kernel to let the child be reaped (it can lag in uninterruptible
+	// DefaultKillTimeout is how long Close waits after SIGKILL (on Windows,
+	// TerminateJobObject) for the kernel to let the child be reaped (it can lag in uninterruptible
 	// sleep) before giving up and leaving the reap to the exit watcher.
 	DefaultKillTimeout = 2 * time.Second
 	// DefaultStderrLines is how many recent stderr lines are kept.
@@ -52,19 +53,21 @@ func defaultOptions() options {
 }
 
 // WithCloseGrace sets how long Close waits after closing stdin before it
-// sends SIGTERM to the process group. Zero sends SIGTERM at once. Defaults
+// sends SIGTERM to the process group (on Windows, terminates the job). Zero
+// sends it at once. Defaults
 // to DefaultCloseGrace.
 func WithCloseGrace(d time.Duration) Option {
 	return func(o *options) { o.closeGrace = max(d, 0) }
 }
 
 // WithTermTimeout sets how long Close waits after SIGTERM before it sends
-// SIGKILL to the process group. Defaults to DefaultTermTimeout.
+// SIGKILL to the process group. It has no effect on Windows, which has no
+// SIGTERM step. Defaults to DefaultTermTimeout.
 func WithTermTimeout(d time.Duration) Option {
 	return func(o *options) { o.termTimeout = max(d, 0) }
 }
 
-// WithKillTimeout sets how long Close waits after SIGKILL for the child to
+// WithKillTimeout sets how long Close waits after the kill for the child to
 // be reaped before it returns an error. Defaults to DefaultKillTimeout.
 func WithKillTimeout(d time.Duration) Option {
 	return func(o *options) { o.killTimeout = max(d, 0) }

@@ -1,0 +1,88 @@
+//go:build unix
+
+package stdio
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// killName names the kill in errors, as the OS calls it.
+const killName = "SIGKILL"
+
+// sysProcAttr puts the child in a process group of its own, so that Close
+// can signal the server together with anything it spawned, and so that a
+// Ctrl-C in the host's terminal does not reach it behind the host's back.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// tree is the child and its descendants: the process group the child leads,
+// whose id is the child's pid. The id is ours only until the child is
+// reaped, which is why every use is guarded by Conn.exited.
+type tree struct {
+	pgid int
+}
+
+// newTree returns the tree of a child started with sysProcAttr. Setpgid
+// made the group before the child ran any code of its own, so there is
+// nothing left to do and nothing can fail.
+func newTree(p *os.Process) (tree, error) {
+	return tree{pgid: p.Pid}, nil
+}
+
+// term sends SIGTERM to the group, the polite request to exit.
+func (t *tree) term() bool {
+	// ESRCH (all gone) is fine; EPERM cannot happen for our own group.
+	_ = syscall.Kill(-t.pgid, syscall.SIGTERM)
+	return true
+}
+
+// kill sends SIGKILL to the group.
+func (t *tree) kill() bool {
+	_ = syscall.Kill(-t.pgid, syscall.SIGKILL)
+	return true
+}
+
+// waitLeader blocks until the child has exited and reports whether it is
+// still unreaped, so that its group id still names only our processes and
+// the exit watcher may kill what the child left in the group. Only Linux
+// can wait without reaping (wait_linux.go); elsewhere it returns false once
+// the child is gone and the group is left alone (wait_other.go).
+func (t *tree) waitLeader(pid int) bool {
+	return waitExitedNoReap(pid) == nil
+}
+
+// release is called once the child is reaped. A process group needs no
+// releasing; after the reap its id may name someone else's processes, and
+// Conn.exited keeps it from being signalled again.
+func (t *tree) release() {}
+
+// checkExecutable reports, naming the path, why the command at path could
+// not be executed: missing, a directory, or without execute permission.
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %q does not exist", ErrCommandNotFound, path)
+	case err != nil:
+		return fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
+	case fi.IsDir():
+		return fmt.Errorf("%w: %q is a directory", ErrNotExecutable, path)
+	case fi.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%w: %q has no execute permission", ErrNotExecutable, path)
+	}
+	return nil
+}
+
+// isExecFormatError reports the exec error of a file that is neither a
+// binary nor a script.
+func isExecFormatError(err error) bool { return errors.Is(err, syscall.ENOEXEC) }
+
+// osSignalNames names the signals that only Unix has, beyond signalNames.
+var osSignalNames = map[syscall.Signal]string{
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
+}
