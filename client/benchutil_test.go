@@ -2,9 +2,7 @@ package client
 
 import (
 	"context"
-	"syscall"
 	"testing"
-	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -76,13 +74,4 @@ func benchLoop(b *testing.B, call func() error) {
 		}
 	}
 	b.ReportMetric(float64(processCPUTime()-cpu)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPUTime returns the user and system CPU time the process used so far.
-func processCPUTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

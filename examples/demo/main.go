@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -157,7 +156,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if pid <= 0 {
 		return fmt.Errorf("no pid from files")
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := crash(pid); err != nil {
 		return err
 	}
 	if err := waitState("files", lifecycle.Reconnecting); err != nil {

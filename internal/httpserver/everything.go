@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -107,7 +106,7 @@ func (e *Everything) Stop() {
 	if p == nil {
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	killTree(p.cmd)
 	<-p.exited
 }
 
@@ -122,7 +121,7 @@ func (e *Everything) start() error {
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(e.port))
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = treeProcAttr()
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		return err

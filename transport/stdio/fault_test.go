@@ -1,7 +1,8 @@
+//go:build linux
+
 package stdio
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"go.uber.org/goleak"
 
 	"github.com/mcpfleet/mcpfleet/internal/faultserver"
@@ -189,27 +189,4 @@ func TestFaults(t *testing.T) {
 			}
 		})
 	}
-}
-
-// why classifies an error for the event sequence.
-func why(err error) string {
-	switch {
-	case errors.Is(err, transport.ErrTransportClosed):
-		return "transport-closed"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline"
-	}
-	return "other(" + err.Error() + ")"
-}
-
-// how describes the end of the process for the event sequence.
-func how(err error) string {
-	var e *ExitError
-	if !errors.As(err, &e) {
-		return fmt.Sprintf("not an ExitError: %v", err)
-	}
-	if e.Signal != 0 {
-		return signalName(e.Signal)
-	}
-	return fmt.Sprintf("exit %d", e.Code)
 }

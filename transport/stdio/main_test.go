@@ -2,18 +2,20 @@ package stdio
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
 
 	"github.com/mcpfleet/mcpfleet/internal/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/gosdkserver"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
 )
 
 func TestMain(m *testing.M) {
@@ -56,7 +58,7 @@ func dial(t testing.TB, spec Spec, opts ...Option) *Conn {
 		if err := c.Close(testCtx(t, waitBound)); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		proctest.NoChildren(t)
+		noChildren(t)
 		// Every goroutine of ours and mcp-go's is gone once Close returns
 		// (goleak retries briefly while they finish exiting).
 		goleak.VerifyNone(t)
@@ -160,4 +162,27 @@ func waitLine(t testing.TB, lines lineHandler, want string) string {
 			t.Fatalf("no stderr line containing %q within %v", want, waitBound)
 		}
 	}
+}
+
+// why classifies an error for the event sequence.
+func why(err error) string {
+	switch {
+	case errors.Is(err, transport.ErrTransportClosed):
+		return "transport-closed"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	}
+	return "other(" + err.Error() + ")"
+}
+
+// how describes the end of the process for the event sequence.
+func how(err error) string {
+	var e *ExitError
+	if !errors.As(err, &e) {
+		return fmt.Sprintf("not an ExitError: %v", err)
+	}
+	if e.Signal != 0 {
+		return signalName(e.Signal)
+	}
+	return fmt.Sprintf("exit %d", e.Code)
 }
