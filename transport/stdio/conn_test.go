@@ -85,7 +85,11 @@ func TestCloseConcurrent(t *testing.T) {
 // TestCloseBeforeStart: a Conn whose transport was never started closes
 // cleanly too (a dial abandoned before the handshake).
 func TestCloseBeforeStart(t *testing.T) {
-	c := dial(t, faultSpec(faultserver.ModeNormal), fastClose...)
+	lines := make(lineHandler, 64)
+	c := dial(t, faultSpec(faultserver.ModeNormal), append(eofClose, WithStderrLogger(slog.New(lines), slog.LevelInfo))...)
+	// Close a server that runs, not one still starting: it says so itself.
+	// How long it took to get there is no concern of the test.
+	waitLine(t, lines, startedLine)
 	if err := c.Close(testCtx(t, waitBound)); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestFaults(t *testing.T) {
 		name: "normal", mode: faultserver.ModeNormal, calls: 3,
 		want: []string{"dialed", "initialized", "echo", "echo", "echo", "closed:exit 0"},
 		// Exits on stdin EOF: no escalation.
-		maxClose: time.Second, opts: []Option{WithCloseGrace(waitBound)},
+		maxClose: time.Second, opts: eofClose,
 	}, {
 		name: "exit at start", mode: faultserver.ModeExitAtStart, calls: 1,
 		want: []string{"dialed", "init-failed:transport-closed", "exited:exit 3", "closed"},
@@ -73,11 +73,11 @@ func TestFaults(t *testing.T) {
 		// Ignores stdin EOF, dies of SIGTERM after the grace.
 		minClose: 50 * time.Millisecond, maxClose: 2 * time.Second,
 	}, {
-		name: "garbage on stdout", mode: faultserver.ModeGarbageStdout, calls: 3,
+		name: "garbage on stdout", mode: faultserver.ModeGarbageStdout, calls: 3, opts: eofClose,
 		want: []string{"dialed", "initialized", "echo", "echo", "echo", "closed:exit 0"},
 	}, {
 		name: "stderr flood", mode: faultserver.ModeStderrFlood, calls: 3,
-		opts: []Option{WithStderrBuffer(50, 8<<10)},
+		opts: append(eofClose, WithStderrBuffer(50, 8<<10)),
 		want: []string{"dialed", "initialized", "echo", "echo", "echo", "closed:exit 0"},
 		check: func(t *testing.T, c *Conn) {
 			if lines := c.Stderr(); len(lines) > 50 {
@@ -91,7 +91,7 @@ func TestFaults(t *testing.T) {
 		// Escalates through the grace and the term timeout, no further.
 		minClose: 200 * time.Millisecond, maxClose: 2 * time.Second,
 	}, {
-		name: "grandchild", mode: faultserver.ModeGrandchild, calls: 1,
+		name: "grandchild", mode: faultserver.ModeGrandchild, calls: 1, opts: eofClose,
 		want: []string{"dialed", "initialized", "echo", "closed:exit 0"},
 	}}
 	for _, tt := range tests {

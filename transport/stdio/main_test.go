@@ -46,6 +46,16 @@ func faultSpec(mode string, extraEnv ...string) Spec {
 // stay fast.
 var fastClose = []Option{WithCloseGrace(100 * time.Millisecond), WithTermTimeout(300 * time.Millisecond), WithKillTimeout(waitBound)}
 
+// eofClose is for tests that expect the child to exit on stdin EOF. Its
+// grace only bounds a broken child: with a short one, how fast a child
+// (race-built, on a busy machine) gets to reading stdin would decide
+// whether it exits by itself or of SIGTERM.
+var eofClose = []Option{WithCloseGrace(waitBound), WithTermTimeout(300 * time.Millisecond), WithKillTimeout(waitBound)}
+
+// startedLine starts the first line the fault server writes to stderr:
+// its runtime is up and it is about to serve.
+const startedLine = "faultserver: pid="
+
 // dial starts spec and registers a cleanup that closes the Conn and then
 // checks that no child or zombie of ours is left.
 func dial(t testing.TB, spec Spec, opts ...Option) *Conn {
