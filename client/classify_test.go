@@ -161,6 +161,7 @@ const (
 	kindDeadline                         // the caller's deadline passes while the tool runs
 	kindWaitDeadline                     // the caller's deadline passes while the call waits for a reconnect
 	kindBeforeWrite                      // the server is gone before the call
+	kindDeadIdle                         // the server restarted before the call
 	kindFault                            // the exchange breaks at fault.Point
 )
 
@@ -170,6 +171,10 @@ type classifyCase struct {
 	kind  classifyKind
 	tool  string // the tool called; "" calls GetPrompt instead
 	fault faultinject.Fault
+	// quiet serves the tools without list_changed: on 2026-07-28 the
+	// client then keeps no notification stream that would notice the
+	// server going away before the call does.
+	quiet bool
 
 	// What the call must return: the caller's context error and nothing
 	// else (wantCtx), an error wrapping wantSentinel (and wantCause, an
@@ -218,6 +223,24 @@ func classifyCases(tr classifyTransport) []classifyCase {
 		// not be replayed.
 		{name: "before-write/gone/destructive", kind: kindBeforeWrite, tool: faultinject.ToolFault,
 			wantExecuted: 1, wantDetached: true},
+	}
+	// With no stream to notice first, the call itself meets the server
+	// gone (connection refused, after a dead keep-alive connection) or
+	// restarted (a dead keep-alive connection, then a new server that
+	// needs no session): deterministically the call's own failure.
+	for _, c := range []classifyCase{
+		{name: "before-write/refused/destructive", kind: kindBeforeWrite, quiet: true, tool: faultinject.ToolFault,
+			wantExecuted: 1, wantDetached: true},
+		{name: "before-write/dead-idle/destructive", kind: kindDeadIdle, quiet: true, tool: faultinject.ToolFault,
+			wantExecuted: 1},
+	} {
+		switch {
+		case tr.stdio:
+			c.skip = "stdio has no network connection"
+		case tr.legacy || tr.sse():
+			c.skip = "this transport always keeps a notification stream open, which notices the server going away first (see before-write/gone)"
+		}
+		cs = append(cs, c)
 	}
 	for _, p := range []faultinject.Point{faultinject.Stale404, faultinject.Stale400} {
 		c := classifyCase{name: "before-write/" + string(p) + "/destructive", kind: kindFault,
@@ -306,7 +329,7 @@ type classifyEnv struct {
 	watch *stderrWatch // the stdio server's stderr
 }
 
-func newClassifyEnv(t *testing.T, tr classifyTransport, point faultinject.Point) *classifyEnv {
+func newClassifyEnv(t *testing.T, tr classifyTransport, point faultinject.Point, quiet bool) *classifyEnv {
 	t.Helper()
 	e := &classifyEnv{t: t, tr: tr}
 	opts := []Option{WithPolicy(classifyPolicy), WithReadyTimeout(classifyReadyTimeout)}
@@ -317,7 +340,9 @@ func newClassifyEnv(t *testing.T, tr classifyTransport, point faultinject.Point)
 		opts = append(opts, WithStdioOptions(stdio.WithStderrLogger(slog.New(e.watch), slog.LevelInfo)))
 		spec = ServerSpec{Stdio: &stdio.Spec{Command: e.stdio.Path, Args: e.stdio.Args, Env: e.stdio.Env}}
 	} else {
-		e.http = faultinject.StartHTTP(t, tr.http) // stopped after the Manager closes
+		o := tr.http
+		o.Quiet = quiet
+		e.http = faultinject.StartHTTP(t, o) // stopped after the Manager closes
 		kind := mcphttp.StreamableHTTP
 		if tr.sse() {
 			kind = mcphttp.SSE
@@ -432,7 +457,7 @@ func runClassifyCase(t *testing.T, tr classifyTransport, c classifyCase) {
 	if tr.stdio && c.kind == kindFault {
 		point = c.fault.Point
 	}
-	e := newClassifyEnv(t, tr, point)
+	e := newClassifyEnv(t, tr, point, c.quiet)
 	ctx := testCtx(t)
 	st0 := e.status(t)
 	mark := len(e.rec.snapshot())
@@ -458,6 +483,13 @@ func runClassifyCase(t *testing.T, tr classifyTransport, c classifyCase) {
 			if !e.rec.await(ctx, mark, isLoss) {
 				t.Fatalf("no Connected → Reconnecting after the child was killed; states %v", states(e.rec.snapshot(), "s"))
 			}
+		}
+	case kindDeadIdle:
+		// A new server on the same port: the pool's keep-alive
+		// connections to the old one are dead.
+		e.http.Stop()
+		if err := e.http.Start(ctx); err != nil {
+			t.Fatal(err)
 		}
 	case kindWaitDeadline:
 		if e.http != nil {

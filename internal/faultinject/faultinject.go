@@ -105,13 +105,16 @@ type hooks struct {
 	// which makes mcp-go's streamable HTTP server answer with an SSE
 	// stream instead of a JSON body.
 	notify bool
+	// quiet declares the tools without list_changed.
+	quiet bool
 }
 
-// newServer returns an mcp-go server with the tools. The tools capability
-// declares list_changed, so that a client keeps a notification stream open
-// over HTTP: that stream is how a client notices that a server went away.
+// newServer returns an mcp-go server with the tools. Unless quiet, the
+// tools capability declares list_changed, so that a client keeps a
+// notification stream open over HTTP: that stream is how a client notices
+// that a server went away before its next call.
 func newServer(name string, h hooks) *server.MCPServer {
-	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true))
+	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(!h.quiet))
 	fault := func(tool string) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			n := h.count()

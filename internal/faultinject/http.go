@@ -32,6 +32,10 @@ type HTTPOptions struct {
 	// answer, which makes the streamable HTTP server answer their calls
 	// with an SSE stream instead of a JSON body.
 	SSEResponses bool
+	// Quiet declares the tools without list_changed. A client on
+	// 2026-07-28 then keeps no notification stream open, so that nothing
+	// tells it the server went away or restarted until its next request.
+	Quiet bool
 }
 
 // Fault is what the HTTP server does to the next call of a fault tool.
@@ -166,6 +170,7 @@ func (h *HTTP) start(addr string) error {
 			}
 		},
 		notify: h.opts.SSEResponses,
+		quiet:  h.opts.Quiet,
 	})
 	inc := &incarnation{served: make(chan struct{})}
 	inc.streams, inc.stop = context.WithCancel(context.Background())
