@@ -81,7 +81,7 @@ var classifyKnownFailures = func() map[string]string {
 		goneCancel   = "some runs: the detach of the dead runtime cancels the call, which then wraps both ErrOutcomeUnknown and context.Canceled"
 		goneNil      = "some runs: 'unexpected nil response' returned raw (no class, not replayed), or ErrOutcomeUnknown wrapping context.Canceled"
 		sseAfterGone = "some runs: the server dies before the POST's 202 reached the client (mcp-go's SSE server runs the call before it flushes the 202); the POST's failure is taken for not sent, retried, and the destructive tool runs twice"
-		sseGoneIdem  = "some runs: the tool runs three times (the transport's resend, then the Manager's replay)"
+		thrice       = "some runs: the tool runs three times (the transport's resend of the lost request, then the Manager's replay)"
 	)
 	m := map[string]string{
 		"sse/canceled/deadline":                           sseDeadline,
@@ -89,16 +89,10 @@ var classifyKnownFailures = func() map[string]string {
 		"http-sse/answer/method-not-found":                notFound404,
 		"http-json/mid-response/gone/destructive":         goneCancel,
 		"http-json-legacy/mid-response/gone/destructive":  goneCancel,
-		"http-sse/mid-response/gone/destructive":          goneCancel,
-		"http-sse/mid-response/gone/readonly":             goneNil,
-		"http-sse-legacy/mid-response/gone/destructive":   goneNil,
-		"http-sse-legacy/mid-response/gone/idempotent":    goneNil,
-		"http-sse-legacy/mid-response/gone/readonly":      goneNil,
 		"http-sse/after-response/gone/destructive":        goneCancel,
 		"http-sse-legacy/after-response/gone/destructive": goneCancel,
 		"sse/after-response/gone/destructive":             sseAfterGone,
 		"sse/mid-response/gone/destructive":               sseAfterGone,
-		"http-sse/after-write/gone/idempotent":            sseGoneIdem,
 
 		"errvalues/answer":            answer + "; an answer whose message mentions a session is retried and the runtime replaced, one that mentions a closed transport detaches the runtime",
 		"errvalues/lost/nil-response": "'unexpected nil response' is returned raw: no class, not replayed",
@@ -114,9 +108,16 @@ var classifyKnownFailures = func() map[string]string {
 		if tr == "stdio" {
 			continue
 		}
+		if strings.HasPrefix(tr, "http-sse") {
+			for _, h := range classifyHints {
+				m[tr+"/mid-response/gone/"+h.name] = goneNil
+			}
+		}
 		m[tr+"/before-write/gone/destructive"] = goneBefore
 		m[tr+"/after-write/alive/destructive"] = resend
 		m[tr+"/after-write/gone/destructive"] = resendGone
+		m[tr+"/after-write/gone/idempotent"] = thrice
+		m[tr+"/after-write/gone/readonly"] = thrice
 		if tr != "sse" {
 			mid := midAliveJSON
 			if strings.HasPrefix(tr, "http-sse") {
