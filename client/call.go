@@ -8,6 +8,7 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -139,7 +140,10 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 		defer s.sem.Release(1)
 	}
 
-	retried := false
+	// A request provably not sent is sent again once, and a lost one is
+	// replayed once if replayable: the two are counted apart, since a
+	// replay that finds the server gone is itself not sent.
+	resent, replayed := false, false
 	for {
 		l, err := s.acquire(ctx)
 		if err != nil {
@@ -149,41 +153,68 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 		l.inflight.Add(-1)
 		l.calls.Done()
 		if err == nil {
+			l.markAnswered()
 			if l.timedOut.Load() {
 				s.succeeded(l)
 			}
 			return res, nil
 		}
-		switch classify(ctx, l, err) {
+		switch classify(ctx, err) {
 		case outcomeResult:
-			return zero, fmt.Errorf("mcpfleet: server %q: %w", server, err)
-		case outcomeCanceled:
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				s.timedOut(l, err)
-			}
-			if !errors.Is(err, ctx.Err()) {
-				// Some servers answer with their own error for the
-				// cancelled request; keep the context's error testable.
-				err = fmt.Errorf("%w: %w", ctx.Err(), err)
-			}
-			return zero, fmt.Errorf("mcpfleet: server %q: %w", server, err)
+			l.markAnswered()
+			return zero, serverError(ErrServerError, server, err)
 		case outcomeNotSent:
 			s.lost(l, err)
-			if !retried {
-				retried = true
+			if !resent {
+				resent = true
 				continue
 			}
-			return zero, fmt.Errorf("mcpfleet: server %q: %w", server, err)
-		default: // outcomeLost
-			err = explain(l.conn, err)
-			s.lost(l, err)
-			if !retried && replayable(s) {
-				retried = true
-				continue
+			s.mu.Lock()
+			uerr := s.unavailableLocked(notCanceled(err))
+			s.mu.Unlock()
+			return zero, uerr
+		case outcomeLost:
+			err = s.check(l, err)
+			if ctx.Err() == nil {
+				if !replayed && replayable(s) {
+					replayed = true
+					continue
+				}
+				return zero, serverError(ErrOutcomeUnknown, server, notCanceled(err))
 			}
-			return zero, serverError(ErrOutcomeUnknown, server, err)
+			// The caller's context ended while the failure was checked:
+			// some transports give up a moment before the deadline.
 		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.timedOut(l, err)
+		}
+		return zero, canceledError(ctx, server, err)
 	}
+}
+
+// notCanceled keeps only the text of a failure caused by a context other
+// than the caller's (the runtime's, ended when it was closed), so that the
+// error cannot pass for the caller's own cancellation with errors.Is.
+func notCanceled(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return errors.New(err.Error())
+	}
+	return err
+}
+
+// canceledError is the error of a request whose caller's context ended: it
+// wraps the context's error, and no sentinel, since nothing failed but the
+// caller's patience.
+func canceledError(ctx context.Context, server string, err error) error {
+	if err == nil || errors.Is(err, ctx.Err()) {
+		if err == nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("mcpfleet: server %q: %w", server, err)
+	}
+	// Some servers answer with their own error for the cancelled request;
+	// keep the context's error testable, and the answer readable.
+	return fmt.Errorf("mcpfleet: server %q: %w (%v)", server, ctx.Err(), err)
 }
 
 // acquire returns the current lease with a call registered on it, waiting
@@ -220,6 +251,7 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 		case lifecycle.Disconnected:
 			s.connectLocked(lifecycle.Connecting, 0, false)
 		case lifecycle.Connecting, lifecycle.Reconnecting:
+			s.pullLocked()
 		case lifecycle.PermanentlyFailed:
 			err := serverError(ErrPermanentlyFailed, s.name, s.lastErr)
 			s.mu.Unlock()
@@ -245,9 +277,12 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 			return nil, err
 		case <-ctx.Done():
 			s.mu.Lock()
-			err := s.unavailableLocked(ctx.Err())
+			why := fmt.Errorf("waiting while %s", s.state)
+			if s.lastErr != nil {
+				why = fmt.Errorf("waiting while %s (last error: %v)", s.state, s.lastErr)
+			}
 			s.mu.Unlock()
-			return nil, err
+			return nil, canceledError(ctx, s.name, why)
 		}
 	}
 }
@@ -302,24 +337,56 @@ type outcome int
 const (
 	outcomeResult   outcome = iota // the server answered, with an error: a result
 	outcomeCanceled                // the caller's context ended
-	outcomeNotSent                 // provably never executed: safe to retry
-	outcomeLost                    // the runtime failed with the request in flight
+	outcomeNotSent                 // provably never executed: safe to send again
+	outcomeLost                    // anything else: the outcome is unknown
 )
 
-// classify decides what a failed request means for the slot and the caller.
-// The caller's context comes first: mcp-go wraps context errors in
-// *transport.Error as well.
-func classify(ctx context.Context, l *lease, err error) outcome {
+// classify decides what a failed request means. The caller's context comes
+// first (mcp-go wraps context errors in *transport.Error too). Then only the
+// error's type decides, never its text: mcp-go returns the server's JSON-RPC
+// error answer as a plain error (JSONRPCErrorDetails.AsError), and every
+// failure under it, wrapped in *transport.Error. Of those, only the ones that
+// prove the request was not run are "not sent"; every other one is lost.
+func classify(ctx context.Context, err error) outcome {
 	if ctx.Err() != nil {
 		return outcomeCanceled
 	}
-	if mcphttp.IsStaleSession(err) || mcphttp.IsNotSent(err) {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return outcomeResult
+	}
+	if notSent(err) {
 		return outcomeNotSent
 	}
-	// The transport-fatal rules are shared by every transport: a closed
-	// transport, a broken pipe or stream, EOF mid-exchange.
-	if mcphttp.IsTransportFatal(err) || connErr(l.conn) != nil {
-		return outcomeLost
+	return outcomeLost
+}
+
+// notSent reports whether a transport failure proves the server never ran
+// the request: it rejected our session (it forgot it: HTTP 404, or the 400
+// forms transport/http turns into it), or the request never left (connection
+// refused, a failed dial, or transport/http's own proof that nothing was
+// written).
+func notSent(err error) bool {
+	return errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, mcphttp.ErrStaleSession) ||
+		mcphttp.IsNotSent(err)
+}
+
+// check looks at l's runtime after a request on it was lost, and detaches it
+// if it is dead: its Conn reported its death (waited for briefly: a child's
+// exit is reaped a moment after mcp-go sees its stdout close) or mcp-go's
+// transport is closed. A live one stays: an HTTP exchange can break while
+// the server and its session are fine, and the next request tells which.
+// It returns err with the Conn's account of its death, if any.
+func (s *slot) check(l *lease, err error) error {
+	t := time.NewTimer(deathReportWait)
+	select {
+	case <-l.conn.Done():
+	case <-t.C:
 	}
-	return outcomeResult
+	t.Stop()
+	err = explain(l.conn, err)
+	if connErr(l.conn) != nil || errors.Is(err, transport.ErrTransportClosed) {
+		s.lost(l, err)
+	}
+	return err
 }

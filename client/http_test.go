@@ -408,7 +408,9 @@ func TestHTTPLateStaleSessionFromOldGeneration(t *testing.T) {
 		{"connection refused", refused, outcomeNotSent},
 	} {
 		t.Run(late.name, func(t *testing.T) {
-			if got := classify(ctx, old, late.err); got != late.want {
+			// As mcp-go hands them on: every failure under the client is
+			// wrapped in *transport.Error.
+			if got := classify(ctx, transport.NewError(late.err)); got != late.want {
 				t.Errorf("classify(%v) = %d, want %d", late.err, got, late.want)
 			}
 			// What do() and the watcher do with a failure of a lease.

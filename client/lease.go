@@ -32,6 +32,10 @@ type lease struct {
 	calls    sync.WaitGroup // calls in flight; Disable drains them
 	inflight atomic.Int64
 	timedOut atomic.Bool // a call timed out since the last success
+	// answered is set once the server answered a request after the
+	// handshake: the connection was healthy, so its loss is not part of a
+	// crash loop (see lifecycle.Budget).
+	answered atomic.Bool
 
 	dirty atomic.Uint32 // lists that list_changed asked to refresh
 	kick  chan struct{} // capacity 1: a refresh is wanted
@@ -275,8 +279,18 @@ func (s *slot) refresh(l *lease) {
 		next = next.WithResources(fresh.Resources).WithResourceTemplates(fresh.ResourceTemplates)
 	}
 	s.catalogErr = nil
+	l.markAnswered()
 	if d, ok := s.m.pub.Publish(next, s.prefix); ok && !d.Empty() {
 		s.emitLocked(Event{Kind: EventCatalog, Diff: &d})
+	}
+}
+
+// markAnswered records that the server answered a request on l. It stores
+// only once, so that the call path does not write a shared cache line on
+// every call.
+func (l *lease) markAnswered() {
+	if !l.answered.Load() {
+		l.answered.Store(true)
 	}
 }
 

@@ -62,6 +62,10 @@ type runner struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	kick   chan struct{} // capacity 1: dial now, skipping the wait
+	pull   chan struct{} // capacity 1: a waiting call asks for a dial now
+	// pullable is set, under the slot's lock, while the loop waits out a
+	// step that no call has pulled forward yet.
+	pullable bool
 }
 
 func newSlot(m *Manager, name string, spec ServerSpec) *slot {
@@ -155,7 +159,8 @@ func (s *slot) connectLocked(to lifecycle.State, wait time.Duration, probing boo
 		return
 	}
 	ctx, cancel := context.WithCancel(s.m.ctx)
-	r := &runner{cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	r := &runner{cancel: cancel, done: make(chan struct{}),
+		kick: make(chan struct{}, 1), pull: make(chan struct{}, 1)}
 	s.run = r
 	s.m.wg.Add(1)
 	s.runners.Add(1)
@@ -163,24 +168,35 @@ func (s *slot) connectLocked(to lifecycle.State, wait time.Duration, probing boo
 }
 
 // connectLoop dials until a lease is installed, the loop is cancelled, or the
-// budget is exhausted. In PermanentlyFailed it keeps probing at the policy's
-// slow probe interval, without further state changes until one succeeds.
+// budget is exhausted. In PermanentlyFailed it keeps probing on the budget's
+// slow probe schedule, without further state changes until one succeeds.
+//
+// A call waiting for the server may pull the next dial forward, once per
+// step: the pulled dial is an extra one, so if it fails it spends nothing
+// and the step's own dial still comes when it was due. A server that is
+// back before its backoff ends is found by the first call that needs it,
+// and a stream of calls cannot run a budget down faster than its schedule.
 func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, probing bool) {
 	defer s.m.wg.Done()
 	defer s.runners.Done()
 	defer close(r.done)
 	defer r.cancel()
 	clock := s.m.opts.clock
+	resumed := false // the rest of a step whose pulled dial failed
 	for {
+		pulled := false
 		if wait > 0 {
-			c, stop := clock.NewTimer(wait)
-			select {
-			case <-c:
-			case <-r.kick:
-				stop()
-			case <-ctx.Done():
-				stop()
+			due := clock.Now().Add(wait)
+			var ok bool
+			if ok, pulled = s.waitStep(ctx, r, wait, !probing && !resumed); !ok {
 				return
+			}
+			if pulled {
+				if remaining := due.Sub(clock.Now()); remaining > 0 {
+					wait = remaining
+				} else {
+					pulled = false // due anyway: an ordinary dial
+				}
 			}
 		}
 		s.mu.Lock()
@@ -188,6 +204,7 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 		s.mu.Unlock()
 
 		l, err := s.m.dial(ctx, s, legacy)
+		resumed = false
 
 		s.mu.Lock()
 		if s.run != r || ctx.Err() != nil {
@@ -198,25 +215,34 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			}
 			return
 		}
-		s.nextRetry = time.Time{}
 		if err == nil {
+			s.nextRetry = time.Time{}
 			s.run = nil
 			s.installLocked(l)
 			s.mu.Unlock()
 			return
 		}
 		s.lastErr = err
+		if pulled {
+			// The extra dial failed: wait out the rest of the step.
+			resumed = true
+			s.emitLocked(Event{Kind: EventRetry, Err: err})
+			s.mu.Unlock()
+			continue
+		}
 		if !probing {
 			var ok bool
 			wait, ok = s.budget.Failed()
 			if !ok {
+				s.nextRetry = time.Time{}
 				s.setStateLocked(lifecycle.PermanentlyFailed, err)
 				probing = true
 			}
 		}
 		if probing {
-			wait = s.budget.Policy().ProbeInterval
-			if wait < 0 {
+			var ok bool
+			if wait, ok = s.budget.ProbeWait(); !ok {
+				s.nextRetry = time.Time{}
 				s.run = nil
 				s.mu.Unlock()
 				return
@@ -225,6 +251,54 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 		s.nextRetry = clock.Now().Add(wait)
 		s.emitLocked(Event{Kind: EventRetry, Err: err})
 		s.mu.Unlock()
+	}
+}
+
+// waitStep waits out one backoff step, or less if Reconnect kicks the loop
+// or, when pullable, a waiting call pulls the dial forward. It reports
+// whether the loop should go on, and whether a call (and not Reconnect)
+// ended the wait. Probes are not pullable: calls fail fast in
+// PermanentlyFailed.
+func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pullable bool) (ok, pulled bool) {
+	c, stop := s.m.opts.clock.NewTimer(wait)
+	defer stop()
+	s.mu.Lock()
+	r.pullable = pullable
+	s.mu.Unlock()
+	select {
+	case <-c:
+	case <-r.kick:
+	case <-r.pull:
+		pulled = true
+	case <-ctx.Done():
+		return false, false
+	}
+	s.mu.Lock()
+	r.pullable = false
+	select {
+	case <-r.pull: // a pull that came as the step ended: it cannot end a later one
+	default:
+	}
+	if pulled {
+		select {
+		case <-r.kick: // Reconnect asked too: an ordinary dial
+			pulled = false
+		default:
+		}
+	}
+	s.mu.Unlock()
+	return true, pulled
+}
+
+// pullLocked lets a waiting call pull the next dial forward, if the connect
+// loop is waiting out a step that nobody pulled yet.
+func (s *slot) pullLocked() {
+	if r := s.run; r != nil && r.pullable {
+		r.pullable = false
+		select {
+		case r.pull <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -284,16 +358,16 @@ func (s *slot) lost(l *lease, cause error) {
 // lostLocked detaches the current lease (the caller closes it) and starts
 // the reconnect under the budget.
 func (s *slot) lostLocked(cause error) {
-	s.detachLocked()
+	l := s.detachLocked()
 	s.lastErr = cause
-	wait, ok := s.budget.Lost()
+	wait, ok := s.budget.Lost(l != nil && l.answered.Load())
 	if ok {
 		s.connectLocked(lifecycle.Reconnecting, wait, false)
 		return
 	}
 	// Connected has no edge to PermanentlyFailed: the loss is reported first.
 	s.setStateLocked(lifecycle.Reconnecting, cause)
-	if probe := s.budget.Policy().ProbeInterval; probe > 0 {
+	if probe, ok := s.budget.ProbeWait(); ok {
 		s.connectLocked(lifecycle.PermanentlyFailed, probe, true)
 		return
 	}

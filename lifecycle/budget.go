@@ -9,16 +9,39 @@ import (
 // Budget schedules the reconnects of one slot under a Policy. It is not safe
 // for concurrent use; the slot guards it with its own lock.
 //
-// The schedule is backoff/v4's exponential backoff. A success does not reset
-// it: only a connection that stayed up for Policy.StableAfter does, when it
-// is lost, so a server that dies right after each connect runs out of budget
-// instead of retrying forever at the initial interval.
+// The budget tells a crash loop from a server that keeps coming back, by how
+// each connection ended:
+//
+//   - A connection is healthy once it answered a request after its
+//     handshake, or stayed up for Policy.StableAfter. Its loss is an ordinary
+//     event in a server's life (a restart, a deploy, a kill from outside):
+//     it starts a fresh budget, redials at once, and if the server is still
+//     down, retries on a fast ramp (Policy.FastInterval, doubling, up to
+//     Policy.InitialInterval) before the normal backoff. Ramp dials do not
+//     spend the budget, so a server that comes back after every loss never
+//     reaches PermanentlyFailed, and a quick restart is found in
+//     milliseconds.
+//   - A connection lost before it was healthy (the server dies at start or
+//     right after each handshake) counts as a failed attempt, and the
+//     backoff goes on growing from where the last one left it. That is the
+//     crash loop: it exhausts MaxAttempts and ends in PermanentlyFailed,
+//     having spawned at most MaxAttempts+1 processes on a growing schedule.
+//
+// A successful dial therefore resets the backoff only once the connection
+// proves healthy; resetting at the dial itself would let a crash loop redial
+// at the initial interval for ever. In PermanentlyFailed the slow probe
+// follows its own backoff, from MaxInterval growing to ProbeInterval.
 type Budget struct {
-	policy      Policy
-	clock       Clock
-	bo          *backoff.ExponentialBackOff
-	attempts    int       // failures since the last reset
-	connectedAt time.Time // when the current connection came up; zero if none
+	policy Policy
+	clock  Clock
+	bo     *backoff.ExponentialBackOff // the normal schedule
+	probe  *backoff.ExponentialBackOff // PermanentlyFailed's slow probe
+
+	attempts    int           // failures in this outage, ramp included
+	spent       int           // of those, the ones that spend MaxAttempts
+	ramp        time.Duration // the next ramp wait; 0 when not ramping
+	running     bool          // bo was reset for the current run of failures
+	connectedAt time.Time     // when the current connection came up; zero if none
 }
 
 // NewBudget returns a fresh budget. A nil clock means the system clock.
@@ -27,41 +50,57 @@ func NewBudget(p Policy, clock Clock) *Budget {
 		clock = SystemClock{}
 	}
 	p = p.WithDefaults()
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     p.InitialInterval,
-		RandomizationFactor: p.Jitter,
-		Multiplier:          p.Multiplier,
-		MaxInterval:         p.MaxInterval,
-		MaxElapsedTime:      p.MaxElapsed,
-		Stop:                backoff.Stop,
-		Clock:               clock,
+	b := &Budget{
+		policy: p,
+		clock:  clock,
+		bo: &backoff.ExponentialBackOff{
+			InitialInterval:     p.InitialInterval,
+			RandomizationFactor: p.Jitter,
+			Multiplier:          p.Multiplier,
+			MaxInterval:         p.MaxInterval,
+			MaxElapsedTime:      p.MaxElapsed,
+			Stop:                backoff.Stop,
+			Clock:               clock,
+		},
 	}
-	bo.Reset()
-	return &Budget{policy: p, clock: clock, bo: bo}
+	if p.ProbeInterval > 0 {
+		b.probe = &backoff.ExponentialBackOff{
+			InitialInterval:     min(p.MaxInterval, p.ProbeInterval),
+			RandomizationFactor: p.Jitter,
+			Multiplier:          p.Multiplier,
+			MaxInterval:         p.ProbeInterval,
+			Stop:                backoff.Stop,
+			Clock:               clock,
+		}
+	}
+	b.Reset()
+	return b
 }
 
 // Policy returns the policy in force, defaults filled in.
 func (b *Budget) Policy() Policy { return b.policy }
 
-// Attempts returns the failures counted since the budget was last reset.
+// Attempts returns the failures counted in the current outage (failed dials
+// and connections lost before they were healthy), ramp dials included.
 func (b *Budget) Attempts() int { return b.attempts }
 
-// Failed counts one failed dial or lost connection and returns how long to
-// wait before the next dial. ok is false when the budget is exhausted.
-// A loss of a connection that had been stable resets the budget first.
+// Failed counts one failed dial and returns how long to wait before the
+// next one. ok is false when the budget is exhausted.
 func (b *Budget) Failed() (wait time.Duration, ok bool) {
-	if !b.connectedAt.IsZero() {
-		if b.clock.Now().Sub(b.connectedAt) >= b.policy.StableAfter {
-			b.Reset()
-		}
-		b.connectedAt = time.Time{}
+	b.attempts++
+	if b.ramp > 0 && b.ramp < b.policy.InitialInterval {
+		wait = b.ramp
+		b.ramp *= 2
+		return wait, true
 	}
-	if b.attempts == 0 {
+	b.ramp = 0
+	if !b.running {
 		// MaxElapsed counts from the first failure, not from construction.
 		b.bo.Reset()
+		b.running = true
 	}
-	b.attempts++
-	if b.policy.MaxAttempts >= 0 && b.attempts > b.policy.MaxAttempts {
+	b.spent++
+	if b.policy.MaxAttempts >= 0 && b.spent > b.policy.MaxAttempts {
 		return 0, false
 	}
 	wait = b.bo.NextBackOff()
@@ -72,30 +111,57 @@ func (b *Budget) Failed() (wait time.Duration, ok bool) {
 }
 
 // Lost counts the loss of a live connection and returns how long to wait
-// before redialling. A connection that had been stable for StableAfter
-// starts a fresh budget. The first loss of a fresh budget redials at once;
-// later ones back off like failed dials, so a server that dies right after
-// every connect exhausts the budget instead of flapping forever.
-func (b *Budget) Lost() (wait time.Duration, ok bool) {
-	if !b.connectedAt.IsZero() && b.clock.Now().Sub(b.connectedAt) >= b.policy.StableAfter {
-		b.Reset()
-	}
+// before redialling; answered says whether the connection answered a request
+// after its handshake. The loss of a healthy connection starts a fresh
+// budget and redials at once, then ramps; the loss of one that was not
+// healthy is a failed attempt like a failed dial, except that the first
+// one of a fresh budget also redials at once.
+func (b *Budget) Lost(answered bool) (wait time.Duration, ok bool) {
+	healthy := answered ||
+		(!b.connectedAt.IsZero() && b.clock.Now().Sub(b.connectedAt) >= b.policy.StableAfter)
 	b.connectedAt = time.Time{}
-	if b.attempts == 0 {
+	if healthy {
+		b.Reset()
+		b.attempts = 1
+		b.ramp = max(b.policy.FastInterval, 0)
+		return 0, true
+	}
+	if !b.running {
 		b.bo.Reset()
+		b.running = true
 		b.attempts++
+		b.spent++
 		return 0, true
 	}
 	return b.Failed()
 }
 
-// Connected records that a dial succeeded now. The budget is not reset yet:
-// see Failed.
-func (b *Budget) Connected() { b.connectedAt = b.clock.Now() }
+// Connected records that a dial succeeded now. It ends the ramp; the budget
+// itself is reset only when the connection proves healthy (see Lost).
+func (b *Budget) Connected() {
+	b.connectedAt = b.clock.Now()
+	b.ramp = 0
+}
+
+// ProbeWait returns the wait before the next slow probe of a
+// PermanentlyFailed server: from MaxInterval, growing to ProbeInterval. ok
+// is false when the probe is off (a negative ProbeInterval).
+func (b *Budget) ProbeWait() (wait time.Duration, ok bool) {
+	if b.probe == nil {
+		return 0, false
+	}
+	return b.probe.NextBackOff(), true
+}
 
 // Reset starts a fresh budget, as Reconnect and Enable do.
 func (b *Budget) Reset() {
 	b.attempts = 0
+	b.spent = 0
+	b.ramp = 0
+	b.running = false
 	b.connectedAt = time.Time{}
 	b.bo.Reset()
+	if b.probe != nil {
+		b.probe.Reset()
+	}
 }

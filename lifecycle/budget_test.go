@@ -88,33 +88,126 @@ func TestBudgetMaxElapsed(t *testing.T) {
 	}
 }
 
-func TestBudgetResetsOnlyAfterStablePeriod(t *testing.T) {
+func TestBudgetDialSuccessResetsOnlyOnceHealthy(t *testing.T) {
 	clock := fakeclock.New(time.Unix(0, 0))
 	p := lifecycle.Policy{MaxAttempts: 3, Jitter: -1, StableAfter: 10 * time.Second}
 	b := lifecycle.NewBudget(p, clock)
 
 	// A server that dies right after every connect spends one budget.
+	b.Connected()
 	for i := range 3 {
-		if _, ok := b.Failed(); !ok {
+		clock.Advance(time.Second) // shorter than StableAfter, nothing answered
+		if _, ok := b.Lost(false); !ok {
 			t.Fatalf("exhausted at %d", i)
 		}
 		b.Connected()
-		clock.Advance(time.Second) // shorter than StableAfter
 	}
-	if _, ok := b.Failed(); ok {
-		t.Fatal("flapping server was not cut off: a short-lived success reset the budget")
+	if _, ok := b.Lost(false); ok {
+		t.Fatal("crash loop was not cut off: a short-lived success reset the budget")
 	}
 
-	// A connection that stays up for StableAfter gives a fresh budget.
+	// A connection that answered is healthy at once: a fresh budget.
 	b = lifecycle.NewBudget(p, clock)
 	b.Failed()
 	b.Failed()
 	b.Connected()
+	if wait, ok := b.Lost(true); !ok || wait != 0 || b.Attempts() != 1 {
+		t.Fatalf("loss of an answering connection: wait %v ok %v attempts %d, want 0 true 1", wait, ok, b.Attempts())
+	}
+	// So is one that stayed up for StableAfter without answering.
+	b.Failed()
+	b.Connected()
 	clock.Advance(10 * time.Second)
-	wait, ok := b.Failed()
-	if !ok || b.Attempts() != 1 || wait != lifecycle.DefaultInitialInterval {
-		t.Fatalf("after a stable connection: attempts=%d wait=%v ok=%v, want 1, %v, true",
-			b.Attempts(), wait, ok, lifecycle.DefaultInitialInterval)
+	if wait, ok := b.Lost(false); !ok || wait != 0 || b.Attempts() != 1 {
+		t.Fatalf("loss of a stable connection: wait %v ok %v attempts %d, want 0 true 1", wait, ok, b.Attempts())
+	}
+}
+
+func TestBudgetFastRampAfterHealthyLoss(t *testing.T) {
+	clock := fakeclock.New(time.Unix(0, 0))
+	b := lifecycle.NewBudget(lifecycle.Policy{Jitter: -1, MaxAttempts: 2}, clock)
+	b.Connected()
+	if wait, ok := b.Lost(true); !ok || wait != 0 {
+		t.Fatalf("healthy loss: wait %v ok %v, want an immediate redial", wait, ok)
+	}
+	// The server is still down: the ramp, which spends nothing, then the
+	// normal backoff, which does.
+	want := []time.Duration{5, 10, 20, 40, 80, 160, 250, 500}
+	for i, w := range want {
+		got, ok := b.Failed()
+		if !ok || got != w*time.Millisecond {
+			t.Fatalf("failure %d: wait %v ok %v, want %v", i+1, got, ok, w*time.Millisecond)
+		}
+		clock.Advance(got)
+	}
+	if _, ok := b.Failed(); ok {
+		t.Fatal("MaxAttempts=2 not exhausted after two dials outside the ramp")
+	}
+}
+
+// A server restarted every 2 s for 10 minutes, whether it answered a call
+// or not, never exhausts its budget, and each recovery takes one dial.
+func TestBudgetServerThatKeepsComingBack(t *testing.T) {
+	for _, answered := range []bool{true, false} {
+		clock := fakeclock.New(time.Unix(0, 0))
+		b := lifecycle.NewBudget(lifecycle.Policy{}, clock) // the default policy
+		b.Connected()
+		for i := range 300 {
+			clock.Advance(2 * time.Second)
+			wait, ok := b.Lost(answered)
+			if !ok || wait != 0 {
+				t.Fatalf("answered=%v restart %d: wait %v ok %v, want an immediate redial", answered, i, wait, ok)
+			}
+			b.Connected() // the one dial succeeds
+		}
+	}
+}
+
+// A server that exits right after each handshake ends within its budget,
+// having been dialled MaxAttempts+1 times, on a growing schedule; the probe
+// then backs off from MaxInterval to ProbeInterval.
+func TestBudgetCrashLoop(t *testing.T) {
+	clock := fakeclock.New(time.Unix(0, 0))
+	p := lifecycle.Policy{Jitter: -1} // the default policy, exact
+	b := lifecycle.NewBudget(p, clock)
+	dials := 1
+	b.Connected()
+	start := clock.Now()
+	for {
+		clock.Advance(10 * time.Millisecond) // dies right after the handshake
+		wait, ok := b.Lost(false)
+		if !ok {
+			break
+		}
+		clock.Advance(wait)
+		dials++
+		b.Connected()
+		if dials > 100 {
+			t.Fatal("a crash loop never exhausted the budget")
+		}
+	}
+	if dials != lifecycle.DefaultMaxAttempts+1 {
+		t.Fatalf("%d dials before PermanentlyFailed, want %d", dials, lifecycle.DefaultMaxAttempts+1)
+	}
+	if el := clock.Now().Sub(start); el < 30*time.Second {
+		t.Fatalf("crash loop exhausted in %v: the schedule did not grow", el)
+	}
+	var probes []time.Duration
+	for range 6 {
+		w, ok := b.ProbeWait()
+		if !ok {
+			t.Fatal("probe off by default")
+		}
+		probes = append(probes, w)
+	}
+	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute}
+	for i := range want {
+		if probes[i] != want[i] {
+			t.Fatalf("probe waits %v, want %v", probes, want)
+		}
+	}
+	if _, ok := lifecycle.NewBudget(lifecycle.Policy{ProbeInterval: -1}, clock).ProbeWait(); ok {
+		t.Fatal("a negative ProbeInterval did not turn the probe off")
 	}
 }
 
@@ -181,28 +274,28 @@ func TestBudgetLost(t *testing.T) {
 	clock := fakeclock.New(time.Unix(0, 0))
 	b := lifecycle.NewBudget(lifecycle.Policy{MaxAttempts: 3, Jitter: -1, StableAfter: time.Minute}, clock)
 
-	// The first loss of a fresh budget redials at once.
+	// The first loss of a fresh budget redials at once, healthy or not.
 	b.Connected()
-	if wait, ok := b.Lost(); !ok || wait != 0 {
+	if wait, ok := b.Lost(false); !ok || wait != 0 {
 		t.Fatalf("first loss: wait %v ok %v, want 0 true", wait, ok)
 	}
 	// A connection that dies quickly again backs off and counts.
 	b.Connected()
 	clock.Advance(time.Second)
-	if wait, ok := b.Lost(); !ok || wait != lifecycle.DefaultInitialInterval {
+	if wait, ok := b.Lost(false); !ok || wait != lifecycle.DefaultInitialInterval {
 		t.Fatalf("second quick loss: wait %v ok %v", wait, ok)
 	}
 	b.Connected()
 	clock.Advance(time.Second)
-	b.Lost()
+	b.Lost(false)
 	b.Connected()
-	if _, ok := b.Lost(); ok {
+	if _, ok := b.Lost(false); ok {
 		t.Fatal("a server that keeps dying right after connecting was never cut off")
 	}
 	// After a stable minute, a loss redials at once with a fresh budget.
 	b.Connected()
 	clock.Advance(time.Minute)
-	if wait, ok := b.Lost(); !ok || wait != 0 || b.Attempts() != 1 {
+	if wait, ok := b.Lost(false); !ok || wait != 0 || b.Attempts() != 1 {
 		t.Fatalf("loss after a stable period: wait %v ok %v attempts %d", wait, ok, b.Attempts())
 	}
 }

@@ -18,11 +18,13 @@ const (
 	DefaultJitter = 0.2
 	// DefaultMaxAttempts is how many failed dials in a row exhaust the budget.
 	DefaultMaxAttempts = 10
-	// DefaultStableAfter is how long a connection must stay up before a loss
-	// starts a fresh budget; a server that flaps right after connecting keeps
-	// spending the same one.
-	DefaultStableAfter = 30 * time.Second
-	// DefaultProbeInterval is the slow probe's period in PermanentlyFailed.
+	// DefaultStableAfter is how long a connection must stay up, if it
+	// answered nothing after its handshake, to count as healthy.
+	DefaultStableAfter = time.Second
+	// DefaultFastInterval is the first wait of the fast ramp after the loss
+	// of a healthy connection.
+	DefaultFastInterval = 5 * time.Millisecond
+	// DefaultProbeInterval caps the slow probe's wait in PermanentlyFailed.
 	DefaultProbeInterval = 5 * time.Minute
 )
 
@@ -46,12 +48,23 @@ type Policy struct {
 	// MaxElapsed exhausts the budget once this much time has passed since
 	// its first failure, whatever the attempt count. Zero means no limit.
 	MaxElapsed time.Duration
-	// StableAfter is how long a connection must have been up for its loss
-	// to start with a fresh budget. Defaults to DefaultStableAfter.
+	// StableAfter is how long a connection must stay up to count as
+	// healthy when it answered no request after its handshake (one that
+	// answered is healthy at once). The loss of a healthy connection starts
+	// a fresh budget; the loss of any other counts as a failed attempt, which
+	// is how a crash loop runs out of budget. See Budget. Defaults to
+	// DefaultStableAfter.
 	StableAfter time.Duration
-	// ProbeInterval is the period of the slow probe that keeps dialling a
-	// PermanentlyFailed server. Defaults to DefaultProbeInterval; a negative
-	// value turns the probe off.
+	// FastInterval is the first wait of the ramp of quick retries after the
+	// loss of a healthy connection: it doubles until it reaches
+	// InitialInterval, then the normal backoff takes over. Ramp dials do not
+	// count against MaxAttempts. Defaults to DefaultFastInterval; a negative
+	// value turns the ramp off.
+	FastInterval time.Duration
+	// ProbeInterval caps the wait of the slow probe that keeps dialling a
+	// PermanentlyFailed server; the probe starts at MaxInterval and grows to
+	// it. Defaults to DefaultProbeInterval; a negative value turns the probe
+	// off.
 	ProbeInterval time.Duration
 }
 
@@ -76,6 +89,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.StableAfter == 0 {
 		p.StableAfter = DefaultStableAfter
+	}
+	if p.FastInterval == 0 {
+		p.FastInterval = DefaultFastInterval
 	}
 	if p.ProbeInterval == 0 {
 		p.ProbeInterval = DefaultProbeInterval
