@@ -5,16 +5,22 @@ GO      ?= go
 NPM_DIR := testdata/npm
 CONFORMANCE_DIR := testdata/conformance
 
-.PHONY: test vet npm conformance-npm conformance bench demo
+.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak
 
 # go test ./... includes internal/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
-test: npm conformance-npm vet
+test: npm conformance-npm vet crossbuild
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 10s ./client/
 
 vet:
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
+
+# Every package, tests included, must build and vet for the other OSes hosts
+# run on; linux/amd64 is the one whose tests run.
+crossbuild:
+	GO=$(GO) ./.ci/crossbuild
 
 # The third-party MCP servers the tests run against, pinned in
 # testdata/npm/package-lock.json and installed from the npm registry.
@@ -40,3 +46,13 @@ bench: npm
 
 demo:
 	$(GO) run ./examples/demo
+
+# The soak: 22 servers of every kind, 8 callers, a random fault every
+# 0.1-0.5 s for $(SOAK); fails on any call outside the documented classes and
+# prints a Markdown summary for BENCHMARKS.md. go test ./... (so make test)
+# runs it for 30 s. SOAK=60s make soak for a short one; SOAK_SEED=<n> replays.
+SOAK ?= 10m
+SOAK_TIMEOUT ?= 30m
+
+soak: npm
+	SOAK=$(SOAK) $(GO) test -race -count=1 -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) -v ./internal/soak/

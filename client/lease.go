@@ -36,6 +36,9 @@ type lease struct {
 	// handshake: the connection was healthy, so its loss is not part of a
 	// crash loop (see lifecycle.Budget).
 	answered atomic.Bool
+	// active is set when a call ends; the idle probe clears it, and probes
+	// only when it was already clear.
+	active atomic.Bool
 
 	dirty atomic.Uint32 // lists that list_changed asked to refresh
 	kick  chan struct{} // capacity 1: a refresh is wanted
@@ -292,6 +295,9 @@ func (l *lease) markAnswered() {
 	if !l.answered.Load() {
 		l.answered.Store(true)
 	}
+	if !l.active.Load() {
+		l.active.Store(true)
+	}
 }
 
 // connErr returns the Conn's own account of its death, if it died.
@@ -362,12 +368,38 @@ func (m *Manager) closeLease(l *lease, s *slot) error {
 // the goroutine that noticed the loss (a caller, a watcher) is not held up.
 // It is counted in s.closing under the lock, so a Disable or Remove that
 // comes after it is sure to wait for it.
+//
+// Calls still in flight on a runtime that is not dead (a host's Reconnect,
+// the timeout threshold, a stale session) are let finish first, bounded by
+// the drain timeout: closing would fail them, and their outcome unknown.
 func (s *slot) goCloseLeaseLocked(l *lease) {
 	s.closing.Add(1)
 	s.m.wg.Go(func() {
 		defer s.closing.Done()
+		s.m.drain(l)
 		s.m.closeLease(l, s)
 	})
+}
+
+// drain waits for l's calls in flight to end, until its connection dies, the
+// drain timeout passes or the manager closes.
+func (m *Manager) drain(l *lease) {
+	if l.inflight.Load() == 0 {
+		return
+	}
+	drained := make(chan struct{})
+	m.wg.Go(func() {
+		l.calls.Wait()
+		close(drained)
+	})
+	t := time.NewTimer(m.opts.drainTimeout)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-l.conn.Done():
+	case <-t.C:
+	case <-m.ctx.Done():
+	}
 }
 
 // teardown finishes what stopLocked started: it waits for the abandoned

@@ -50,6 +50,9 @@ type Manager struct {
 	// onTransition, when set (by tests only, before any Add), runs at the
 	// end of every transition with the slot's lock held.
 	onTransition func(s *slot, from, to lifecycle.State)
+	// onProbe, when set (by tests only, before any Add), is told the
+	// outcome of every idle probe sent.
+	onProbe func(s *slot, err error)
 }
 
 // New returns a Manager with no servers.

@@ -27,6 +27,9 @@ const (
 	// DefaultMaxConcurrentDials is how many dials (spawns, connects) the
 	// whole manager runs at once.
 	DefaultMaxConcurrentDials = 8
+	// DefaultIdleProbe is how long a connected server may stay quiet before
+	// the Manager asks it something to learn whether it is still there.
+	DefaultIdleProbe = 15 * time.Second
 	// DefaultMaxInFlight is how many calls one server has in flight at once;
 	// more wait for a turn, bounded by their context.
 	DefaultMaxInFlight = 64
@@ -46,6 +49,7 @@ type options struct {
 	maxDials         int
 	maxInFlight      int
 	timeoutThreshold int
+	idleProbe        time.Duration // < 0: off
 	naming           snapshot.Naming
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option
@@ -71,6 +75,7 @@ func defaultOptions() options {
 		closeTimeout: DefaultCloseTimeout,
 		maxDials:     DefaultMaxConcurrentDials,
 		maxInFlight:  DefaultMaxInFlight,
+		idleProbe:    DefaultIdleProbe,
 		clientInfo:   mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"},
 	}
 }
@@ -108,6 +113,23 @@ func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialT
 // WithDrainTimeout sets how long Disable and Remove let in-flight calls
 // finish. Defaults to DefaultDrainTimeout.
 func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drainTimeout = d } }
+
+// WithIdleProbe sets how long a connected server may stay quiet (no call
+// answered, none in flight) before the Manager sends it a request of its
+// own. A server that fails it is treated as lost, one that does not answer
+// in time counts a timeout: so a server that died or hung with no call in
+// flight is Reconnecting before the host's next call, even over HTTP with no
+// notification stream to lose. The probe is a ping on the older protocol,
+// and the first page of a list the server declares on 2026-07-28 (where
+// mcp-go's Ping sends nothing). A negative d turns it off. Defaults to
+// DefaultIdleProbe; 0 keeps the default.
+func WithIdleProbe(d time.Duration) Option {
+	return func(o *options) {
+		if d != 0 {
+			o.idleProbe = d
+		}
+	}
+}
 
 // WithCloseTimeout bounds the close of one runtime. Defaults to DefaultCloseTimeout.
 func WithCloseTimeout(d time.Duration) Option { return func(o *options) { o.closeTimeout = d } }

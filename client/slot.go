@@ -326,9 +326,20 @@ func (s *slot) installLocked(l *lease) {
 
 // watch waits for the lease's connection to die, and runs catalog refreshes
 // asked for by list_changed notifications: one in flight, one queued.
+//
+// It also runs the idle probe: a server that went away with no call in
+// flight and no stream to lose is noticed within two probe periods.
 func (s *slot) watch(l *lease) {
 	defer s.m.wg.Done()
+	var (
+		tick <-chan time.Time
+		stop = func() bool { return false }
+	)
+	defer func() { stop() }()
 	for {
+		if tick == nil && s.m.opts.idleProbe > 0 {
+			tick, stop = s.m.opts.clock.NewTimer(s.m.opts.idleProbe)
+		}
 		select {
 		case <-l.conn.Done():
 			s.lost(l, connLost(l.conn))
@@ -337,6 +348,9 @@ func (s *slot) watch(l *lease) {
 			return
 		case <-l.kick:
 			s.refresh(l)
+		case <-tick:
+			tick = nil
+			s.idleTick(l)
 		}
 	}
 }

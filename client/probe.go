@@ -1,0 +1,68 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// errNoProbe: a 2026-07-28 server that declares no list has nothing cheap
+// and side-effect free to be asked.
+var errNoProbe = errors.New("nothing to probe with")
+
+// idleTick runs on l's watcher once per idle-probe period. If l saw no
+// activity since the last tick and has no call in flight, it probes the
+// server: a failure that proves the runtime dead detaches it, and a probe
+// that times out counts toward the timeout threshold like a call.
+func (s *slot) idleTick(l *lease) {
+	if l.active.Swap(false) || l.inflight.Load() > 0 {
+		return
+	}
+	timeout := s.m.opts.idleProbe
+	if t := s.spec.Timeout; t > 0 && t < timeout {
+		timeout = t
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, timeout)
+	defer cancel()
+	err := probe(ctx, l.client)
+	if h := s.m.onProbe; h != nil {
+		h(s, err)
+	}
+	switch {
+	case err == nil || errors.Is(err, errNoProbe):
+		return
+	case l.ctx.Err() != nil:
+		return // detached meanwhile
+	case ctx.Err() != nil:
+		s.timedOut(l, fmt.Errorf("idle probe: %w", err))
+		return
+	}
+	if classify(ctx, err) == outcomeResult {
+		l.markAnswered() // an error answer is an answer
+		return
+	}
+	s.lost(l, fmt.Errorf("idle probe: %w", err))
+}
+
+// probe asks the server the cheapest question that needs an answer.
+func probe(ctx context.Context, c *mcpclient.Client) error {
+	if !mcp.IsModernProtocol(c.ProtocolVersion()) {
+		return c.Ping(ctx)
+	}
+	caps := c.GetServerCapabilities()
+	switch {
+	case caps.Tools != nil:
+		_, err := c.ListToolsByPage(ctx, mcp.ListToolsRequest{})
+		return err
+	case caps.Prompts != nil:
+		_, err := c.ListPromptsByPage(ctx, mcp.ListPromptsRequest{})
+		return err
+	case caps.Resources != nil:
+		_, err := c.ListResourcesByPage(ctx, mcp.ListResourcesRequest{})
+		return err
+	}
+	return errNoProbe
+}

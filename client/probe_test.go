@@ -1,0 +1,82 @@
+package client
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/httpserver"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+)
+
+// A server that dies or hangs with no call in flight, over HTTP with no
+// notification stream to lose, is Reconnecting before the host's next call:
+// the idle probe notices. Without the probe nothing would, and these waits
+// would run into their deadline.
+func TestIdleProbeNoticesServerGoneWithoutCall(t *testing.T) {
+	const period = 50 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) (url string, fault func())
+		cause func(error) bool
+	}{
+		{"stopped/mcpgo-no-list-changed", func(t *testing.T) (string, func()) {
+			q := httpserver.StartQuiet(t, httpserver.QuietOptions{})
+			return q.URL(), q.Stop
+		}, func(err error) bool { return strings.Contains(err.Error(), "idle probe") }},
+		{"hung/gosdk-stateless", func(t *testing.T) (string, func()) {
+			srv := httpserver.Start(t, httpserver.GoSDKStateless)
+			return srv.URL(), func() { srv.SetHang(true) }
+		}, func(err error) bool { return errors.Is(err, ErrTooManyTimeouts) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, fault := tc.start(t)
+			m := newTestManager(t, WithPolicy(httpPolicy), WithIdleProbe(period))
+			rec := record(m)
+			mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: url}})
+			mustWait(t, m, "s", lifecycle.Connected)
+			if _, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"message": "hi"}); err != nil {
+				t.Fatal(err)
+			}
+			fault()
+			e := rec.wait(t, func(e Event) bool {
+				return e.Kind == EventState && e.From == lifecycle.Connected && e.To == lifecycle.Reconnecting
+			})
+			if e.Err == nil || !tc.cause(e.Err) {
+				t.Fatalf("Connected -> Reconnecting with cause %v, want the idle probe's", e.Err)
+			}
+		})
+	}
+}
+
+// A live, idle server is probed and left alone: its generation stays.
+func TestIdleProbeLeavesLiveServerAlone(t *testing.T) {
+	q := httpserver.StartQuiet(t, httpserver.QuietOptions{})
+	m := newTestManager(t, WithPolicy(httpPolicy), WithIdleProbe(5*time.Millisecond))
+	probes := make(chan error, 100)
+	m.onProbe = func(_ *slot, err error) {
+		select {
+		case probes <- err:
+		default:
+		}
+	}
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: q.URL()}})
+	mustWait(t, m, "s", lifecycle.Connected)
+	ctx := testCtx(t)
+	for range 3 {
+		select {
+		case err := <-probes:
+			if err != nil {
+				t.Fatalf("probe of a live server: %v", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("no idle probe was sent")
+		}
+	}
+	st, err := m.Status("s")
+	if err != nil || st.State != lifecycle.Connected || st.Generation != 1 {
+		t.Fatalf("after idle probes: %+v, %v; want Connected generation 1", st, err)
+	}
+}
