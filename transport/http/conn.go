@@ -86,9 +86,13 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		}
 	}
 	dialer := &net.Dialer{Timeout: o.dialTimeout, KeepAlive: 30 * time.Second}
+	dial := dialer.DialContext
+	if o.wrapDial != nil {
+		dial = o.wrapDial(dial)
+	}
 	pool := &nethttp.Transport{
 		Proxy:                 nethttp.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		DialContext:           dialTracked(dial),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   64,

@@ -26,6 +26,14 @@ var (
 	// transport.ErrSessionTerminated.
 	ErrStaleSession = errors.New("mcpfleet: http: stale session")
 
+	// ErrNotSent is wrapped by the error of a request that provably never
+	// reached the server: nothing of it was written (a failed dial, a
+	// connection the server had closed, the Conn closing before the
+	// request went out). The server cannot have run it, so it is safe to
+	// send again, whatever it does. A request that failed after it was
+	// written does not wrap it: its outcome is unknown.
+	ErrNotSent = errors.New("mcpfleet: http: request not sent")
+
 	// ErrClosed is Conn.Err's cause after Close.
 	ErrClosed = errors.New("mcpfleet: http: connection closed")
 )
@@ -43,6 +51,15 @@ func (e staleSessionError) Error() string {
 func (e staleSessionError) Is(target error) bool {
 	return target == ErrStaleSession || target == transport.ErrSessionTerminated
 }
+
+// notSentError is the error of a request that never went out; it wraps
+// both ErrNotSent and net/http's error (through mcp-go's wrapping too:
+// *transport.Error, fmt's %w and *url.Error all unwrap).
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return ErrNotSent.Error() + ": " + e.err.Error() }
+
+func (e *notSentError) Unwrap() []error { return []error{ErrNotSent, e.err} }
 
 // IsStaleSession reports whether err says the server no longer knows our
 // session: HTTP 404 (mcp-go returns transport.ErrSessionTerminated, and
@@ -69,11 +86,19 @@ func IsStaleSession(err error) bool {
 }
 
 // IsNotSent reports whether err proves the request never reached the server
-// (connection refused, a failed dial or name lookup), so it is safe to send
-// it again. An error caused by a context ending is never "not sent": the
-// caller gave up, and whether the request went out is unknown.
+// (it wraps ErrNotSent; or connection refused, a failed dial or name
+// lookup), so it is safe to send it again. An error caused by a context
+// ending is "not sent" only when it wraps ErrNotSent, which a Conn adds
+// when its own Close ended a request before it went out; the caller's own
+// cancellation is its own answer.
 func IsNotSent(err error) bool {
-	if err == nil || isContextErr(err) {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrNotSent) {
+		return true
+	}
+	if isContextErr(err) {
 		return false
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
@@ -108,7 +133,13 @@ func IsUnsupportedProtocol(err error) bool {
 // connection breaking off mid-exchange, or the transport being closed.
 // Context errors, JSON-RPC errors and HTTP error statuses are not fatal.
 func IsTransportFatal(err error) bool {
-	if err == nil || isContextErr(err) {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrNotSent) {
+		return true
+	}
+	if isContextErr(err) {
 		return false
 	}
 	if IsStaleSession(err) || IsNotSent(err) ||

@@ -24,6 +24,9 @@ type options struct {
 	streamOpenTimeout time.Duration
 	deleteTimeout     time.Duration
 	dialTimeout       time.Duration
+	// wrapDial, set only by tests, wraps the pool's dial function under
+	// the connection tracking, to hold dials and reads.
+	wrapDial func(dialFunc) dialFunc
 }
 
 func defaultOptions() options {

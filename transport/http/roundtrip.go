@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -20,15 +21,16 @@ import (
 // where the Conn learns what mcp-go does not report: that the notification
 // stream opened or broke off, and that the server forgot the session. It
 // also applies the per-request timeout everywhere but on the stream, bounds
-// the session DELETE, and resends a request that died on a dead idle
-// keep-alive connection (see send).
+// the session DELETE, marks the requests that provably never went out
+// (ErrNotSent, see send), and hands mcp-go a 2026-07-28 JSON-RPC error sent
+// with HTTP 404 as the answer it is (see answer404).
 type roundTripper struct {
 	c    *Conn
 	base nethttp.RoundTripper
 }
 
-// maxErrorBody bounds how much of an HTTP 400 body is read to look for a
-// stale-session error.
+// maxErrorBody bounds how much of an HTTP 400 or 404 body is read to look
+// for a stale-session error or a JSON-RPC error answer.
 const maxErrorBody = 64 << 10
 
 func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, error) {
@@ -50,6 +52,9 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 			cancel()
 		}
 		return nil, err
+	}
+	if resp.StatusCode == nethttp.StatusNotFound && rt.sessionless(req) {
+		resp = answer404(resp)
 	}
 	if rt.onSession(req) {
 		if resp, err = rt.checkSession(req, resp); err != nil {
@@ -118,73 +123,98 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 	return resp, nil
 }
 
-// send sends req once, and once more on a fresh connection when the first
-// attempt provably reached no one: it went out on a keep-alive connection
-// that had sat idle in the pool, failed before a single response byte came
-// back, and its context is still live. That is a connection the server
-// closed while it was idle (typically because the server restarted on the
-// same port), which the pool handed out before it noticed the close; the
-// old server never ran the request and the new one never saw it. net/http
-// itself resends only idempotent requests in that case, and every MCP
-// request is a POST, so without this a restart would surface as EOF, which
-// the Manager must report as an unknown outcome. Browsers resend any method
-// in this case for the same reason.
+// send sends req, and says, when it fails, whether the request provably
+// never reached the server: then the error wraps ErrNotSent (see attempt).
 //
-// Anything else is left alone: a fresh connection that fails, or a failure
-// after response bytes arrived, may have been run by the server.
+// A request that went out on a keep-alive connection the server had closed
+// while it was idle (typically a restart on the same port) is refused by
+// trackedConn before its first byte, and net/http sends it again on
+// another connection by itself. net/http does not when the request is
+// larger than its write buffer: the refused write then happens while the
+// body is copied, and net/http takes the failure for one reading our body.
+// Then, and only then, send resends it once itself: the refusal proves
+// that not a byte of it was written.
 //
-// The stream requests go through here too: a subscriptions/listen POST
-// lost this way would read as a stream that failed to open, and a Conn
-// torn down for it. (net/http resends the GET stream itself.)
+// Nothing else is resent. In particular not a request that failed on a
+// reused connection after it was written, with no answer: the server may
+// have read it, run it and closed the connection (see trackedConn).
 //
 // The alternative would be an Idempotency-Key header on every request,
-// which net/http honours by resending such a request on the same
-// condition. It is rejected because it tells the server and every proxy on
+// which net/http honours by resending such a request after it was
+// written. It is rejected because it tells the server and every proxy on
 // the way that the request is safe to replay under that key, a promise we
 // cannot make for a tool call and that a gateway implementing the header
 // (draft-ietf-httpapi-idempotency-key) would act on.
 func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
 	var att attempt
-	resp, err := rt.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), att.trace())))
-	if err == nil || !att.deadIdle() || req.Context().Err() != nil {
-		return resp, err
+	resp, err := rt.base.RoundTrip(att.watch(req))
+	if err != nil && errors.Is(err, errPeerClosed) && req.Context().Err() == nil {
+		if retry, ok := rewind(req); ok {
+			// The pool may hold more connections the server closed: drop
+			// the idle ones, so the resend dials. The stream and requests
+			// in flight are not idle and stay.
+			rt.c.pool.CloseIdleConnections()
+			rt.c.log.Debug("mcpfleet: http: resending a request refused before its first byte on a closed idle connection",
+				"method", req.Header.Get(mcp.HeaderMethod))
+			resp, err = rt.base.RoundTrip(att.watch(retry))
+		}
 	}
-	retry, ok := rewind(req)
-	if !ok {
-		return nil, err
+	if err == nil {
+		return resp, nil
 	}
-	// The pool may hold more connections to the old server, idle since
-	// before it went away: drop them all, so the resend dials. The pool is
-	// this Conn's alone and holds a handful of connections at most; the
-	// stream and requests in flight are not idle and stay.
-	rt.c.pool.CloseIdleConnections()
-	rt.c.log.Debug("mcpfleet: http: resending a request that died on an idle keep-alive connection",
-		"method", req.Header.Get(mcp.HeaderMethod), "err", err)
-	return rt.base.RoundTrip(retry)
+	if !att.written() && (!isContextErr(err) || rt.c.closing.Load()) {
+		// A context error is left alone when it is the caller's (or the
+		// request timeout's): the caller gave up, which is its own class.
+		// When the Conn is closing, mcp-go cancelled the request itself.
+		err = &notSentError{err: err}
+	}
+	return nil, err
 }
 
-// attempt records, through an httptrace.ClientTrace, what send needs to
-// know about one attempt. The trace callbacks run on net/http's goroutines.
+// attempt records, through an httptrace.ClientTrace, whether a request
+// (in all the attempts net/http and send made) may have reached the
+// server. The trace callbacks run on net/http's goroutines.
+//
+// What is provable: net/http's HTTP/1 Request.write fires WroteRequest
+// (deferred) once it starts writing, and HTTP/2 fires it on every path
+// once the headers are out and the body is being written. So when it
+// never fired, the server cannot have received the request's body, and
+// an MCP request is its body: nothing can have run it. When it fired with
+// an error on an HTTP/1 connection of ours that counted no byte written
+// for the request (trackedConn), the same holds for that attempt.
+// Anything else counts as written: a write that failed part way may have
+// delivered the whole JSON-RPC message.
 type attempt struct {
-	idle     atomic.Bool // got a connection that sat idle in the pool
-	answered atomic.Bool // a response byte came back
+	conn  atomic.Pointer[trackedConn] // the connection of the latest attempt; nil for HTTP/2
+	wrote atomic.Bool                 // some attempt may have delivered the request
 }
 
-func (a *attempt) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
+// watch returns req with the attempt's trace composed into its context
+// (net/http calls the caller's trace hooks too).
+func (a *attempt) watch(req *nethttp.Request) *nethttp.Request {
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
-			// net/http may itself resend on another connection (it does
-			// when nothing was written), and calls GotConn again: the
-			// last connection is the one that failed.
-			a.idle.Store(info.Reused && info.WasIdle)
+			// net/http calls GotConn again for each attempt it makes.
+			c := tracked(info.Conn)
+			if c != nil {
+				c.begin(info.Reused)
+			}
+			a.conn.Store(c)
 		},
-		GotFirstResponseByte: func() { a.answered.Store(true) },
-	}
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				a.wrote.Store(true)
+				return
+			}
+			if c := a.conn.Load(); c == nil || c.wrote() > 0 {
+				a.wrote.Store(true)
+			}
+		},
+	}))
 }
 
-// deadIdle reports whether the attempt failed on a connection that had sat
-// idle, before any response byte came back.
-func (a *attempt) deadIdle() bool { return a.idle.Load() && !a.answered.Load() }
+// written reports whether the request may have reached the server.
+func (a *attempt) written() bool { return a.wrote.Load() }
 
 // rewind returns a copy of req to send again with its body rewound, and
 // false when the body cannot be read again.
@@ -267,6 +297,58 @@ func (rt *roundTripper) checkSession(req *nethttp.Request, resp *nethttp.Respons
 	return resp, nil
 }
 
+// sessionless reports whether req is a 2026-07-28 request: it carries no
+// session ID, and there is no session on that protocol for the server to
+// forget.
+func (rt *roundTripper) sessionless(req *nethttp.Request) bool {
+	return rt.c.spec.Kind == StreamableHTTP && req.Method == nethttp.MethodPost &&
+		req.Header.Get(transport.HeaderKeySessionID) == "" &&
+		(req.Header.Get(mcp.HeaderMethod) != "" ||
+			mcp.IsModernProtocol(req.Header.Get(transport.HeaderKeyProtocolVersion)))
+}
+
+// answer404 returns resp, an HTTP 404 to a 2026-07-28 request, as an HTTP
+// 200 when its body is a JSON-RPC error response to a request: on that
+// protocol a server answers -32601 "method not found" with 404 (mcp-go's
+// does, as the protocol prescribes), while mcp-go's client takes every 404
+// for a stale session and reports transport.ErrSessionTerminated. The
+// server answered; the caller gets its error. Any other 404 is left as it
+// is.
+func answer404(resp *nethttp.Response) *nethttp.Response {
+	orig := resp.Body
+	body, _ := io.ReadAll(io.LimitReader(orig, maxErrorBody))
+	if !isErrorAnswer(body) {
+		resp.Body = readCloser{Reader: io.MultiReader(bytes.NewReader(body), orig), Closer: orig}
+		return resp
+	}
+	orig.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.StatusCode = nethttp.StatusOK
+	resp.Status = "200 OK"
+	resp.Header = resp.Header.Clone()
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = int64(len(body))
+	return resp
+}
+
+// isErrorAnswer reports whether body is one JSON-RPC error response to a
+// request (with an id).
+func isErrorAnswer(body []byte) bool {
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Error == nil || msg.JSONRPC != mcp.JSONRPC_VERSION {
+		return false
+	}
+	id := bytes.TrimSpace(msg.ID)
+	return len(id) > 0 && !bytes.Equal(id, []byte("null"))
+}
+
 // isSessionError reports whether body is a JSON-RPC error about the
 // session.
 func isSessionError(body []byte) bool {
@@ -318,6 +400,13 @@ func (b *streamBody) Read(p []byte) (int, error) {
 		b.c.streamLost(fmt.Errorf("server ended the stream: %w", err))
 	}
 	return n, err
+}
+
+// readCloser is a body made of a Reader and the Closer of the body it
+// reads from.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // cancelBody releases a request's context once its body is closed.
