@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -126,18 +125,26 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 // send sends req, and says, when it fails, whether the request provably
 // never reached the server: then the error wraps ErrNotSent (see attempt).
 //
-// A request that went out on a keep-alive connection the server had closed
-// while it was idle (typically a restart on the same port) is refused by
-// trackedConn before its first byte, and net/http sends it again on
-// another connection by itself. net/http does not when the request is
-// larger than its write buffer: the refused write then happens while the
-// body is copied, and net/http takes the failure for one reading our body.
-// Then, and only then, send resends it once itself: the refusal proves
-// that not a byte of it was written.
+// A request that failed on a connection the pool had kept idle, with
+// provably nothing of it written, is sent once more on a fresh connection:
+// the server cannot have run it, whatever the method. Two cases reach
+// this, both typically after a restart on the same port:
+//
+//   - net/http's read loop saw the server close the idle connection just
+//     after the pool handed it to our request, before the request was
+//     written: net/http fails it with "http: server closed idle
+//     connection" (errServerClosedIdle) and resends only idempotent
+//     methods (shouldRetryRequest), and every MCP request is a POST;
+//   - trackedConn found the server's FIN before the first byte and
+//     refused the write, but the request was larger than net/http's write
+//     buffer: the refusal came while the body was copied, which net/http
+//     takes for a failure to read our body and does not resend. (A smaller
+//     one net/http resends by itself, as a nothing-written error.)
 //
 // Nothing else is resent. In particular not a request that failed on a
 // reused connection after it was written, with no answer: the server may
-// have read it, run it and closed the connection (see trackedConn).
+// have read it, run it and closed the connection (see trackedConn). Nor
+// one whose dial failed: the Manager decides when to try again.
 //
 // The alternative would be an Idempotency-Key header on every request,
 // which net/http honours by resending such a request after it was
@@ -148,14 +155,14 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
 	var att attempt
 	resp, err := rt.base.RoundTrip(att.watch(req))
-	if err != nil && errors.Is(err, errPeerClosed) && req.Context().Err() == nil {
+	if err != nil && !att.written() && att.reused.Load() && req.Context().Err() == nil && !rt.c.closing.Load() {
 		if retry, ok := rewind(req); ok {
 			// The pool may hold more connections the server closed: drop
 			// the idle ones, so the resend dials. The stream and requests
 			// in flight are not idle and stay.
 			rt.c.pool.CloseIdleConnections()
-			rt.c.log.Debug("mcpfleet: http: resending a request refused before its first byte on a closed idle connection",
-				"method", req.Header.Get(mcp.HeaderMethod))
+			rt.c.log.Debug("mcpfleet: http: resending a request not written on a closed idle connection",
+				"method", req.Header.Get(mcp.HeaderMethod), "err", err)
 			resp, err = rt.base.RoundTrip(att.watch(retry))
 		}
 	}
@@ -185,8 +192,9 @@ func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
 // Anything else counts as written: a write that failed part way may have
 // delivered the whole JSON-RPC message.
 type attempt struct {
-	conn  atomic.Pointer[trackedConn] // the connection of the latest attempt; nil for HTTP/2
-	wrote atomic.Bool                 // some attempt may have delivered the request
+	conn   atomic.Pointer[trackedConn] // the connection of the latest attempt; nil for HTTP/2
+	reused atomic.Bool                 // the latest attempt's connection came from the pool
+	wrote  atomic.Bool                 // some attempt may have delivered the request
 }
 
 // watch returns req with the attempt's trace composed into its context
@@ -200,6 +208,7 @@ func (a *attempt) watch(req *nethttp.Request) *nethttp.Request {
 				c.begin(info.Reused)
 			}
 			a.conn.Store(c)
+			a.reused.Store(info.Reused)
 		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {

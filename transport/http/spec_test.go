@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
@@ -88,6 +89,9 @@ func TestClassify(t *testing.T) {
 		{"-32022", (&mcp.JSONRPCErrorDetails{Code: mcp.UNSUPPORTED_PROTOCOL_VERSION, Message: "unsupported"}).AsError(), false, false, true, false},
 		{"tool error", errors.New("tool failed"), false, false, false, false},
 		{"closed", transport.ErrTransportClosed, false, false, false, true},
+		// A Conn's Close cut the request short before it was written.
+		{"not sent, canceled by Close", transport.NewError(fmt.Errorf("failed to send request: %w",
+			&url.Error{Op: "Post", URL: "http://x/mcp", Err: fmt.Errorf("%w: %w", mcphttp.ErrNotSent, context.Canceled)})), false, true, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
