@@ -32,17 +32,16 @@ import (
 //     that got an error (a POST on a keep-alive connection to the dead
 //     server: outcome unknown).
 //
-// policy=default is lifecycle's default reconnect policy with every loss
-// starting a fresh budget (as after a long stable connection); policy=fast
-// redials every 5 to 50 ms.
+// policy=default is lifecycle's default reconnect policy: the connection
+// answered calls, so its loss starts a fresh budget with the fast ramp, and
+// the first call after the restart pulls the next redial forward.
+// policy=no-ramp turns the ramp off (FastInterval < 0), which leaves the
+// pull-forward alone to find the server.
 func BenchmarkHTTPRestart(b *testing.B) {
-	fresh := lifecycle.Policy{MaxAttempts: -1, StableAfter: time.Nanosecond}
-	fast := httpPolicy
-	fast.StableAfter = time.Nanosecond
 	for _, p := range []struct {
 		name   string
 		policy lifecycle.Policy
-	}{{"default", fresh}, {"fast", fast}} {
+	}{{"default", lifecycle.Policy{}}, {"no-ramp", lifecycle.Policy{FastInterval: -1}}} {
 		for _, path := range []string{"stream", "stale", "immediate"} {
 			b.Run("policy="+p.name+"/path="+path, func(b *testing.B) {
 				benchRestart(b, p.policy, path)

@@ -369,9 +369,12 @@ func (m *Manager) closeLease(l *lease, s *slot) error {
 // It is counted in s.closing under the lock, so a Disable or Remove that
 // comes after it is sure to wait for it.
 //
-// Calls still in flight on a runtime that is not dead (a host's Reconnect,
-// the timeout threshold, a stale session) are let finish first, bounded by
-// the drain timeout: closing would fail them, and their outcome unknown.
+// Calls still in flight are let finish first, bounded by the drain timeout:
+// closing would fail them, and make their outcome unknown. That holds for a
+// runtime whose Conn died too: an HTTP request does not die with the
+// notification stream, and a call sent just as the server restarted gets the
+// new server's stale-session answer, which proves it was not run, and so is
+// retried. (Over stdio a dead child's calls end by themselves at once.)
 func (s *slot) goCloseLeaseLocked(l *lease) {
 	s.closing.Add(1)
 	s.m.wg.Go(func() {
@@ -381,8 +384,8 @@ func (s *slot) goCloseLeaseLocked(l *lease) {
 	})
 }
 
-// drain waits for l's calls in flight to end, until its connection dies, the
-// drain timeout passes or the manager closes.
+// drain waits for l's calls in flight to end, until the drain timeout
+// passes or the manager closes.
 func (m *Manager) drain(l *lease) {
 	if l.inflight.Load() == 0 {
 		return
@@ -396,7 +399,6 @@ func (m *Manager) drain(l *lease) {
 	defer t.Stop()
 	select {
 	case <-drained:
-	case <-l.conn.Done():
 	case <-t.C:
 	case <-m.ctx.Done():
 	}

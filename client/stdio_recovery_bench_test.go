@@ -24,6 +24,15 @@ import (
 // of a server that had been up. The metrics are medians over the iterations,
 // from the events' own timestamps; ns/op is the mean time to Connected.
 func BenchmarkStdioRecovery(b *testing.B) {
+	b.Run("server=fresh", func(b *testing.B) { benchStdioRecovery(b, false) })
+	b.Run("server=same", func(b *testing.B) { benchStdioRecovery(b, true) })
+}
+
+// benchStdioRecovery kills a fresh server each iteration, or (same) the same
+// server again and again, a call answered between kills: a server that
+// keeps coming back, which must recover as fast on its hundredth kill as on
+// its first.
+func benchStdioRecovery(b *testing.B, same bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	m := client.New() // the default policy, dial and close timeouts
@@ -47,14 +56,17 @@ func BenchmarkStdioRecovery(b *testing.B) {
 
 	var toReconnecting, toConnected []time.Duration
 	i := 0
+	name := ""
 	for b.Loop() {
 		b.StopTimer()
-		name := "s" + strconv.Itoa(i)
-		i++
-		if err := m.Add(ctx, name, faultServerSpec()); err != nil {
-			b.Fatal(err)
+		if !same || name == "" {
+			name = "s" + strconv.Itoa(i)
+			i++
+			if err := m.Add(ctx, name, faultServerSpec()); err != nil {
+				b.Fatal(err)
+			}
+			waitFor(name, lifecycle.Connected)
 		}
-		waitFor(name, lifecycle.Connected)
 		res, err := m.CallTool(ctx, name, "pid", nil)
 		if err != nil {
 			b.Fatal(err)
@@ -72,11 +84,16 @@ func BenchmarkStdioRecovery(b *testing.B) {
 		toReconnecting = append(toReconnecting, waitFor(name, lifecycle.Reconnecting).Sub(killed))
 		toConnected = append(toConnected, waitFor(name, lifecycle.Connected).Sub(killed))
 
-		b.StopTimer()
-		if err := m.Remove(ctx, name); err != nil {
-			b.Fatal(err)
+		if !same {
+			b.StopTimer()
+			if err := m.Remove(ctx, name); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
 		}
-		b.StartTimer()
+	}
+	if st, err := m.Status(name); err == nil && same {
+		b.ReportMetric(float64(st.Generation), "generations")
 	}
 	b.ReportMetric(medianMillis(toReconnecting), "ms-to-reconnecting")
 	b.ReportMetric(medianMillis(toConnected), "ms-to-connected")
