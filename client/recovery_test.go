@@ -1,0 +1,160 @@
+package client
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/fakeclock"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// The Manager-level half of lifecycle's budget tests (issue 9): a server
+// that keeps coming back never ends PermanentlyFailed and recovers with one
+// dial each time, a crash loop ends there within its budget. The fake-clock
+// tests cover ten minutes in no time; the real-process ones run on the wall
+// clock.
+
+// waitGen waits for server's Connected event of generation gen, or fails
+// if it reaches PermanentlyFailed first.
+func waitGen(t *testing.T, rec *recorder, gen uint64) {
+	t.Helper()
+	e := rec.wait(t, func(e Event) bool {
+		return e.Kind == EventState && (e.To == lifecycle.PermanentlyFailed ||
+			e.To == lifecycle.Connected && e.Generation == gen)
+	})
+	if e.To == lifecycle.PermanentlyFailed {
+		t.Fatalf("PermanentlyFailed waiting for generation %d: %v", gen, e.Err)
+	}
+}
+
+func TestServerThatKeepsComingBackNeverFailsFakeClock(t *testing.T) {
+	for _, answered := range []bool{false, true} {
+		name := "silent"
+		if answered {
+			name = "answering"
+		}
+		t.Run(name, func(t *testing.T) {
+			clock := fakeclock.New(time.Unix(1000, 0))
+			ts := newTestServer()
+			m := newTestManager(t, WithClock(clock), WithPolicy(lifecycle.Policy{}), WithIdleProbe(-1))
+			rec := record(m)
+			mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+			waitGen(t, rec, 1)
+			// Killed every 2 s for 10 minutes.
+			for i := range 300 {
+				if answered {
+					if _, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"message": "hi"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				clock.Advance(2 * time.Second)
+				ts.Kill(nil)
+				waitGen(t, rec, uint64(i+2))
+				if d := ts.Dials(); d != int64(i+2) {
+					t.Fatalf("restart %d: %d dials in all, want one per recovery (%d)", i+1, d, i+2)
+				}
+			}
+		})
+	}
+}
+
+func TestCrashLoopEndsPermanentlyFailedFakeClock(t *testing.T) {
+	clock := fakeclock.New(time.Unix(1000, 0))
+	ts := newTestServer()
+	m := newTestManager(t, WithClock(clock), WithPolicy(lifecycle.Policy{ProbeInterval: -1}), WithIdleProbe(-1))
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+	start := clock.Now()
+	// connectedOrFailed waits for generation gen to connect, or for the
+	// budget to run out; it reports the latter.
+	connectedOrFailed := func(gen uint64) bool {
+		e := rec.wait(t, func(e Event) bool {
+			return e.Kind == EventState && (e.To == lifecycle.PermanentlyFailed ||
+				e.To == lifecycle.Connected && e.Generation == gen)
+		})
+		return e.To == lifecycle.PermanentlyFailed
+	}
+	if connectedOrFailed(1) {
+		t.Fatal("PermanentlyFailed before the first connect")
+	}
+	for gen := uint64(1); ; gen++ {
+		// It dies right after its handshake, having answered nothing.
+		ts.Kill(nil)
+		e := rec.wait(t, func(e Event) bool {
+			return e.Kind == EventState && e.From == lifecycle.Connected && e.Generation == gen
+		})
+		if !e.NextRetry.IsZero() {
+			if err := clock.WaitForTimers(testCtx(t), 1); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(e.NextRetry.Sub(clock.Now()))
+		}
+		if connectedOrFailed(gen + 1) {
+			break
+		}
+		if gen > 50 {
+			t.Fatal("a crash loop never ended")
+		}
+	}
+	if d := ts.Dials(); d != lifecycle.DefaultMaxAttempts+1 {
+		t.Fatalf("%d dials before PermanentlyFailed, want %d", d, lifecycle.DefaultMaxAttempts+1)
+	}
+	if el := clock.Now().Sub(start); el < 30*time.Second {
+		t.Fatalf("the crash loop ran out in %v: its backoff did not grow", el)
+	}
+}
+
+// A real stdio child killed every 2 s for a minute, a call answered between
+// kills: one spawn per kill, never PermanentlyFailed.
+func TestServerThatKeepsComingBackRealProcess(t *testing.T) {
+	m := newTestManager(t, WithPolicy(lifecycle.Policy{}))
+	rec := record(m)
+	mustAdd(t, m, "s", faultSpec(""))
+	waitGen(t, rec, 1)
+	deadline := time.Now().Add(time.Minute)
+	gen := uint64(1)
+	for time.Now().Before(deadline) {
+		if _, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"message": "hi"}); err != nil {
+			t.Fatalf("generation %d: %v", gen, err)
+		}
+		// The interval between kills: a bounded wait on nothing, since what
+		// is tested is the schedule of faults, not a state.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		<-ctx.Done()
+		cancel()
+		pid, g := childPID(t, m, "s")
+		if g != gen {
+			t.Fatalf("runtime of generation %d, want %d: a recovery took more than one dial", g, gen)
+		}
+		kill(t, pid)
+		gen++
+		waitGen(t, rec, gen)
+	}
+	if gen < 25 {
+		t.Fatalf("only %d kills in a minute", gen-1)
+	}
+}
+
+// A real stdio child killed right after every handshake ends
+// PermanentlyFailed after MaxAttempts+1 spawns.
+func TestCrashLoopRealProcess(t *testing.T) {
+	m := newTestManager(t, WithPolicy(lifecycle.Policy{InitialInterval: 10 * time.Millisecond,
+		MaxAttempts: 3, ProbeInterval: -1}))
+	rec := record(m)
+	mustAdd(t, m, "s", faultSpec(""))
+	for gen := uint64(1); ; gen++ {
+		e := rec.wait(t, func(e Event) bool {
+			return e.Kind == EventState && (e.To == lifecycle.PermanentlyFailed ||
+				e.To == lifecycle.Connected && e.Generation == gen)
+		})
+		if e.To == lifecycle.PermanentlyFailed {
+			if gen-1 != 4 {
+				t.Fatalf("PermanentlyFailed after %d spawns, want 4 (MaxAttempts+1)", gen-1)
+			}
+			return
+		}
+		pid, _ := childPID(t, m, "s")
+		kill(t, pid)
+	}
+}
