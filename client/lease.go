@@ -44,6 +44,8 @@ type lease struct {
 	kick  chan struct{} // capacity 1: a refresh is wanted
 
 	notes background // notifications/cancelled being sent; closing waits
+
+	listen listenState // its own subscriptions/listen stream (listen.go)
 }
 
 // The lists a list_changed notification can mark for refresh.
@@ -171,6 +173,7 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 			return fail("ready", err)
 		}
 	}
+	m.startListen(l)
 	return l, nil
 }
 

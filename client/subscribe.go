@@ -105,6 +105,7 @@ func (s *slot) relisten(ctx context.Context, c *mcpclient.Client, uri string, su
 	}
 	rl, ok := l.conn.(resourceListener)
 	if !ok {
+		s.m.relistenResource(l, c, uri, subscribe)
 		return nil
 	}
 	if subscribe {

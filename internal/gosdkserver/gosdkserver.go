@@ -56,6 +56,19 @@ func Main() {
 	}, func(_ context.Context, _ *mcp.CallToolRequest, in EchoInput) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	})
+	// add_tool adds an echo tool of the given name, which makes the server
+	// announce notifications/tools/list_changed: on 2026-07-28 only to a
+	// client that listens for it (subscriptions/listen).
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "add_tool",
+		Description: "Adds an echo tool named by its text argument.",
+	}, func(_ context.Context, _ *mcp.CallToolRequest, in EchoInput) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(s, &mcp.Tool{Name: in.Text, Description: "Returns its text argument."},
+			func(_ context.Context, _ *mcp.CallToolRequest, in EchoInput) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+			})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added " + in.Text}}}, nil, nil
+	})
 	// Run returns when stdin reaches EOF, which is how a client closes us.
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintf(os.Stderr, "gosdkserver: %v\n", err)
