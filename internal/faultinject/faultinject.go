@@ -101,6 +101,10 @@ type hooks struct {
 	ran func(ctx context.Context, tool string, n int64)
 	// blocked, if set, is called when ToolBlock starts.
 	blocked func()
+	// stopped, if set, is closed when the server stops: ToolBlock ends
+	// then, since mcp-go's legacy SSE server does not cancel a handler
+	// whose client went away.
+	stopped <-chan struct{}
 	// notify makes a fault tool send a notification before it answers,
 	// which makes mcp-go's streamable HTTP server answer with an SSE
 	// stream instead of a JSON body.
@@ -167,6 +171,8 @@ func newServer(name string, h hooks) *server.MCPServer {
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			case <-h.stopped: // nil, and so never ready, unless set
+				return nil, fmt.Errorf("faultinject: the server stopped")
 			case <-t.C:
 				return mcp.NewToolResultText("faultinject: block ran out"), nil
 			}

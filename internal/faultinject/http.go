@@ -161,8 +161,11 @@ func (h *HTTP) start(addr string) error {
 	if err != nil {
 		return err
 	}
+	inc := &incarnation{served: make(chan struct{})}
+	inc.streams, inc.stop = context.WithCancel(context.Background())
 	mcpSrv := newServer("faultinject-http", hooks{
-		count: h.count,
+		stopped: inc.streams.Done(),
+		count:   h.count,
 		blocked: func() {
 			select {
 			case h.blocked <- struct{}{}:
@@ -172,8 +175,6 @@ func (h *HTTP) start(addr string) error {
 		notify: h.opts.SSEResponses,
 		quiet:  h.opts.Quiet,
 	})
-	inc := &incarnation{served: make(chan struct{})}
-	inc.streams, inc.stop = context.WithCancel(context.Background())
 	var next http.Handler
 	if h.opts.SSE {
 		inc.sse = server.NewSSEServer(mcpSrv)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -155,6 +156,9 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
 	var att attempt
 	resp, err := rt.base.RoundTrip(att.watch(req))
+	if err != nil && isServerClosedIdle(err) {
+		att.unwrite()
+	}
 	if err != nil && !att.written() && att.reused.Load() && req.Context().Err() == nil && !rt.c.closing.Load() {
 		if retry, ok := rewind(req); ok {
 			// The pool may hold more connections the server closed: drop
@@ -164,6 +168,9 @@ func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
 			rt.c.log.Debug("mcpfleet: http: resending a request not written on a closed idle connection",
 				"method", req.Header.Get(mcp.HeaderMethod), "err", err)
 			resp, err = rt.base.RoundTrip(att.watch(retry))
+			if err != nil && isServerClosedIdle(err) {
+				att.unwrite()
+			}
 		}
 	}
 	if err == nil {
@@ -176,6 +183,26 @@ func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
 		err = &notSentError{err: err}
 	}
 	return nil, err
+}
+
+// errServerClosedIdleText is net/http's errServerClosedIdle, which it does
+// not export. Its transport sets it only when its read loop met the
+// server's EOF while no response was expected on the connection: the
+// server closed it before our request was registered there, so any bytes
+// net/http wrote afterwards (mapRoundTripError returns this error whether
+// or not some were) went to a server that had already closed. Only a
+// server that half-closes and then reads on could have run them; an MCP
+// server does not.
+const errServerClosedIdleText = "http: server closed idle connection"
+
+// isServerClosedIdle reports whether err is net/http's errServerClosedIdle.
+func isServerClosedIdle(err error) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e.Error() == errServerClosedIdleText {
+			return true
+		}
+	}
+	return false
 }
 
 // attempt records, through an httptrace.ClientTrace, whether a request
@@ -224,6 +251,12 @@ func (a *attempt) watch(req *nethttp.Request) *nethttp.Request {
 
 // written reports whether the request may have reached the server.
 func (a *attempt) written() bool { return a.wrote.Load() }
+
+// unwrite records that the attempt just failed proves nothing was
+// delivered after all (see isServerClosedIdle). Only the latest attempt
+// can have set wrote: net/http retries, and send resends, only what was
+// not written.
+func (a *attempt) unwrite() { a.wrote.Store(false) }
 
 // rewind returns a copy of req to send again with its body rewound, and
 // false when the body cannot be read again.
