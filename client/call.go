@@ -192,15 +192,36 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 	}
 }
 
-// notCanceled keeps only the text of a failure caused by a context other
-// than the caller's (the runtime's, ended when it was closed), so that the
-// error cannot pass for the caller's own cancellation with errors.Is.
+// notCanceled hides the context errors in the chain of a failure caused by
+// a context other than the caller's (the runtime's, ended when it was
+// closed; a dial's timeout; a run of call timeouts), so that the error
+// cannot pass for the caller's own cancellation with errors.Is. The rest of
+// the chain still matches.
 func notCanceled(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errors.New(err.Error())
+	if err == nil || !isContextErr(err) {
+		return err
 	}
-	return err
+	return ctxHidden{err}
 }
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ctxHidden is an error whose chain matches everything its cause's does but
+// the context errors.
+type ctxHidden struct{ err error }
+
+func (e ctxHidden) Error() string { return e.err.Error() }
+
+func (e ctxHidden) Is(target error) bool {
+	if target == context.Canceled || target == context.DeadlineExceeded {
+		return false
+	}
+	return errors.Is(e.err, target)
+}
+
+func (e ctxHidden) As(target any) bool { return errors.As(e.err, target) }
 
 // canceledError is the error of a request whose caller's context ended: it
 // wraps the context's error, and no sentinel, since nothing failed but the
@@ -253,7 +274,7 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 		case lifecycle.Connecting, lifecycle.Reconnecting:
 			s.pullLocked()
 		case lifecycle.PermanentlyFailed:
-			err := serverError(ErrPermanentlyFailed, s.name, s.lastErr)
+			err := serverError(ErrPermanentlyFailed, s.name, notCanceled(s.lastErr))
 			s.mu.Unlock()
 			return nil, err
 		case lifecycle.Disabling, lifecycle.Disabled:

@@ -2,8 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcpfleet/mcpfleet/internal/fakeclock"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -156,5 +161,42 @@ func TestCrashLoopRealProcess(t *testing.T) {
 		}
 		pid, _ := childPID(t, m, "s")
 		kill(t, pid)
+	}
+}
+
+// A cause from a context other than the caller's (a run of call timeouts, a
+// dial that timed out, a runtime closed under a call) reaches the caller
+// inside *UnavailableError, ErrPermanentlyFailed or ErrOutcomeUnknown; it
+// must not also pass for the caller's own context error, while the rest of
+// its chain still matches: one class per error (issue 17).
+func TestForeignContextErrorsAreNotTheCallers(t *testing.T) {
+	m := newTestManager(t)
+	s := newSlot(m, "s", ServerSpec{})
+	for _, cause := range []error{
+		// What mcp-go returns for a request whose context ended.
+		fmt.Errorf("%w: %w", ErrTooManyTimeouts, transport.NewError(context.DeadlineExceeded)),
+		fmt.Errorf("initialize: %w", transport.NewError(context.DeadlineExceeded)),
+		transport.NewError(fmt.Errorf("Post \"http://x\": %w", context.Canceled)),
+	} {
+		s.mu.Lock()
+		s.lastErr = cause
+		ue := s.unavailableLocked(nil)
+		s.mu.Unlock()
+		for _, err := range []error{ue, serverError(ErrPermanentlyFailed, "s", notCanceled(cause)),
+			serverError(ErrOutcomeUnknown, "s", notCanceled(cause))} {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				t.Errorf("%v passes for the caller's context error", err)
+			}
+			var te *transport.Error
+			if !errors.As(err, &te) {
+				t.Errorf("%v lost the rest of its chain (*transport.Error)", err)
+			}
+			if errors.Is(cause, ErrTooManyTimeouts) && !errors.Is(err, ErrTooManyTimeouts) {
+				t.Errorf("%v lost ErrTooManyTimeouts from its chain", err)
+			}
+			if err.Error() == "" || !strings.Contains(err.Error(), cause.Error()) {
+				t.Errorf("%q does not say its cause %q", err, cause)
+			}
+		}
 	}
 }

@@ -580,6 +580,9 @@ func (s *slot) unavailableLocked(cause error) *UnavailableError {
 	if cause == nil {
 		cause = s.lastErr
 	}
+	// A cause from a context other than the caller's (a dial that timed
+	// out, a run of call timeouts) must not pass for the caller's own.
+	cause = notCanceled(cause)
 	return &UnavailableError{
 		Server:     s.name,
 		State:      s.state,
