@@ -23,6 +23,17 @@ type callOptions struct {
 	progress func(mcp.ProgressNotification) // WithProgress
 }
 
+// applyCallOptions applies opts to a callOptions of its own: the options
+// take its address, so it goes to the heap, and a call with no options
+// should not pay for that.
+func applyCallOptions(opts []CallOption) callOptions {
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 // WithCallTimeout bounds this call, overriding the server's spec Timeout.
 func WithCallTimeout(d time.Duration) CallOption {
 	return func(o *callOptions) { o.timeout = d }
@@ -117,8 +128,8 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 	}
 	timeout := s.spec.Timeout
 	var o callOptions
-	for _, opt := range opts {
-		opt(&o)
+	if len(opts) > 0 {
+		o = applyCallOptions(opts)
 	}
 	if o.timeout > 0 {
 		timeout = o.timeout
