@@ -37,7 +37,7 @@ const (
 var eventKindNames = [...]string{"state", "retry", "catalog", "close-error", "catalog-error", "log", "resource-updated"}
 
 func (k EventKind) String() string {
-	if int(k) < len(eventKindNames) {
+	if k >= 0 && int(k) < len(eventKindNames) {
 		return eventKindNames[k]
 	}
 	return "unknown"

@@ -36,7 +36,19 @@ const (
 )
 
 // Option configures a Manager.
+//
+// One rule for every numeric option: a value of 0 (or, where a negative
+// value has no documented meaning, anything not positive) keeps the
+// default, so that no option value can silently break every dial or call.
 type Option func(*options)
+
+// setPositive sets *field to v if v is positive; otherwise the default
+// stays.
+func setPositive[T time.Duration | int](field *T, v T) {
+	if v > 0 {
+		*field = v
+	}
+}
 
 type options struct {
 	logger           *slog.Logger
@@ -105,14 +117,20 @@ func WithClock(c lifecycle.Clock) Option {
 
 // WithReadyTimeout sets how long a call waits for a server that is not
 // Connected yet. Defaults to DefaultReadyTimeout.
-func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
+func WithReadyTimeout(d time.Duration) Option {
+	return func(o *options) { setPositive(&o.readyTimeout, d) }
+}
 
 // WithDialTimeout bounds one connection attempt. Defaults to DefaultDialTimeout.
-func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
+func WithDialTimeout(d time.Duration) Option {
+	return func(o *options) { setPositive(&o.dialTimeout, d) }
+}
 
 // WithDrainTimeout sets how long Disable and Remove let in-flight calls
 // finish. Defaults to DefaultDrainTimeout.
-func WithDrainTimeout(d time.Duration) Option { return func(o *options) { o.drainTimeout = d } }
+func WithDrainTimeout(d time.Duration) Option {
+	return func(o *options) { setPositive(&o.drainTimeout, d) }
+}
 
 // WithIdleProbe sets how long a connected server may stay quiet (no call
 // answered, none in flight) before the Manager sends it a request of its
@@ -132,19 +150,30 @@ func WithIdleProbe(d time.Duration) Option {
 }
 
 // WithCloseTimeout bounds the close of one runtime. Defaults to DefaultCloseTimeout.
-func WithCloseTimeout(d time.Duration) Option { return func(o *options) { o.closeTimeout = d } }
+func WithCloseTimeout(d time.Duration) Option {
+	return func(o *options) { setPositive(&o.closeTimeout, d) }
+}
 
 // WithMaxConcurrentDials limits concurrent dials across all servers.
 // Defaults to DefaultMaxConcurrentDials.
-func WithMaxConcurrentDials(n int) Option { return func(o *options) { o.maxDials = n } }
+func WithMaxConcurrentDials(n int) Option { return func(o *options) { setPositive(&o.maxDials, n) } }
 
 // WithMaxInFlight sets the default per-server limit on in-flight calls; a
-// negative value means no limit. Defaults to DefaultMaxInFlight.
-func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+// negative value means no limit, 0 keeps the default. Defaults to
+// DefaultMaxInFlight.
+func WithMaxInFlight(n int) Option {
+	return func(o *options) {
+		if n != 0 {
+			o.maxInFlight = n
+		}
+	}
+}
 
 // WithTimeoutThreshold sets how many consecutive call timeouts make a
 // connection count as dead. Defaults to lifecycle.DefaultTimeoutThreshold.
-func WithTimeoutThreshold(n int) Option { return func(o *options) { o.timeoutThreshold = n } }
+func WithTimeoutThreshold(n int) Option {
+	return func(o *options) { setPositive(&o.timeoutThreshold, n) }
+}
 
 // WithSeparator sets the separator of qualified tool names (server + sep +
 // tool). Defaults to "__".

@@ -200,3 +200,27 @@ func TestForeignContextErrorsAreNotTheCallers(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10 hygiene: a non-positive option value keeps the default instead of
+// breaking every dial, and no String panics.
+func TestOptionZeroKeepsDefaultAndStringsDoNotPanic(t *testing.T) {
+	ts := newTestServer()
+	m := New(WithDialTimeout(0), WithReadyTimeout(-1), WithCloseTimeout(0), WithDrainTimeout(0),
+		WithMaxConcurrentDials(0), WithTimeoutThreshold(0), WithMaxInFlight(0))
+	defer m.Close()
+	if m.opts.dialTimeout != DefaultDialTimeout || m.opts.readyTimeout != DefaultReadyTimeout ||
+		m.opts.maxDials != DefaultMaxConcurrentDials || m.opts.maxInFlight != DefaultMaxInFlight {
+		t.Fatalf("zero options changed the defaults: %+v", m.opts)
+	}
+	if err := m.Add(testCtx(t), "s", ServerSpec{Dialer: ts.dialer()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WaitFor(testCtx(t), "s", lifecycle.Connected); err != nil {
+		t.Fatalf("WithDialTimeout(0) broke the dial: %v", err)
+	}
+	for _, k := range []EventKind{-1, 1 << 20} {
+		if got := k.String(); got != "unknown" {
+			t.Errorf("EventKind(%d).String() = %q", int(k), got)
+		}
+	}
+}
