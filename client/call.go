@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -12,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/snapshot"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
@@ -67,12 +69,53 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, o
 
 // Call calls a tool by its qualified name in the View (server + separator +
 // tool, or the short form the View gave it).
+//
+// A server with no catalog yet (lazy, or connecting for the first time) is
+// known by its prefix before its tools are: a call to prefix + separator +
+// tool waits for it as CallTool does (and starts a lazy one), then looks
+// the name up again. Short forms are known only from a catalog.
 func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
-	t, ok := m.pub.View().Tool(qualifiedTool)
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, qualifiedTool)
+	if t, ok := m.pub.View().Tool(qualifiedTool); ok {
+		return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
 	}
-	return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
+	if s := m.catalogless(qualifiedTool); s != nil {
+		l, err := s.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.inflight.Add(-1)
+		l.calls.Done()
+		if t, ok := m.pub.View().Tool(qualifiedTool); ok {
+			return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrToolNotFound, qualifiedTool)
+}
+
+// catalogless returns the server with no published catalog whose prefix
+// (its ToolPrefix, or its name) and the separator begin qualifiedTool, if
+// any. It walks the servers: it runs only when the View has no such tool.
+func (m *Manager) catalogless(qualifiedTool string) *slot {
+	sep := m.opts.naming.Separator
+	if sep == "" {
+		sep = snapshot.DefaultSeparator
+	}
+	v := m.pub.View()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for name, s := range m.slots {
+		prefix := s.prefix
+		if prefix == "" {
+			prefix = name
+		}
+		if !strings.HasPrefix(qualifiedTool, prefix+sep) {
+			continue
+		}
+		if _, ok := v.Catalog(name); !ok {
+			return s
+		}
+	}
+	return nil
 }
 
 // GetPrompt gets a prompt from server, rendered with args. Prompts are

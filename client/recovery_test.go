@@ -224,3 +224,30 @@ func TestOptionZeroKeepsDefaultAndStringsDoNotPanic(t *testing.T) {
 		}
 	}
 }
+
+// Call by qualified name waits for (and starts) a server that has no
+// catalog yet, as CallTool does, instead of failing with ErrToolNotFound
+// (issue 10 item 6).
+func TestCallByQualifiedNameWaitsForLazyServer(t *testing.T) {
+	ts := newTestServer()
+	m := newTestManager(t)
+	mustAdd(t, m, "lazy", ServerSpec{Dialer: ts.dialer(), Lazy: true})
+	mustWait(t, m, "lazy", lifecycle.Disconnected)
+	if _, ok := m.View().Catalog("lazy"); ok {
+		t.Fatal("a lazy server has a catalog before its first connect")
+	}
+	res, err := m.Call(testCtx(t), "lazy__echo", map[string]any{"text": "hi"})
+	if err != nil || res.IsError {
+		t.Fatalf("Call of a lazy server's tool: %v, %v", res, err)
+	}
+	if st, _ := m.Status("lazy"); st.State != lifecycle.Connected {
+		t.Fatalf("after the call: %s, want Connected", st.State)
+	}
+	// Once it has a catalog, an unknown tool is unknown at once.
+	if _, err := m.Call(testCtx(t), "lazy__nope", nil); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("unknown tool of a connected server: %v, want ErrToolNotFound", err)
+	}
+	if _, err := m.Call(testCtx(t), "other__echo", nil); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("a name no server's prefix begins: %v, want ErrToolNotFound", err)
+	}
+}
