@@ -1,0 +1,130 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// greeter is an MCP server in this process, for the examples.
+func greeter() *server.MCPServer {
+	srv := server.NewMCPServer("greeter", "1.0", server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("greet", mcp.WithString("name")),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("hello, " + r.GetString("name", "")), nil
+		})
+	return srv
+}
+
+// An mcp-go server in the host's own process is a server like any other:
+// the same states, calls and catalog, with no process or socket.
+func ExampleInProcess() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := client.New()
+	defer m.Close()
+	if err := m.Add(ctx, "greeter", client.ServerSpec{Dialer: client.InProcess(greeter())}); err != nil {
+		panic(err)
+	}
+	res, err := m.CallTool(ctx, "greeter", "greet", map[string]any{"name": "fleet"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Content[0].(mcp.TextContent).Text)
+	// Output: hello, fleet
+}
+
+// Events come in order, one goroutine delivering them; a subscriber that
+// falls behind loses events (Event.Dropped says how many) instead of
+// stalling the Manager.
+func ExampleManager_Subscribe() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := client.New()
+	defer m.Close()
+	events, unsubscribe := m.Subscribe(64)
+	defer unsubscribe()
+	if err := m.Add(ctx, "greeter", client.ServerSpec{Dialer: client.InProcess(greeter())}); err != nil {
+		panic(err)
+	}
+	for e := range events {
+		if e.Kind != client.EventState {
+			continue
+		}
+		fmt.Printf("%s: %s -> %s (generation %d)\n", e.Server, e.From, e.To, e.Generation)
+		if e.To == lifecycle.Connected {
+			break
+		}
+	}
+	// Output:
+	// greeter: Disabled -> Connecting (generation 0)
+	// greeter: Connecting -> Connected (generation 1)
+}
+
+// A call that waited for a server in vain says why: the state it was in,
+// when the next attempt is due, and the last failure.
+func ExampleUnavailableError() {
+	m := client.New(
+		client.WithReadyTimeout(50*time.Millisecond),
+		client.WithPolicy(lifecycle.Policy{InitialInterval: time.Hour, MaxInterval: time.Hour}),
+	)
+	defer m.Close()
+	down := errors.New("connection refused")
+	m.Add(context.Background(), "flaky", client.ServerSpec{
+		Dialer: func(context.Context) (client.Conn, error) { return nil, down },
+	})
+
+	_, err := m.CallTool(context.Background(), "flaky", "anything", nil)
+	var ue *client.UnavailableError
+	if errors.As(err, &ue) {
+		fmt.Println("server:", ue.Server)
+		fmt.Println("state:", ue.State)
+		fmt.Println("is ErrUnavailable:", errors.Is(err, client.ErrUnavailable))
+		fmt.Println("cause is ours:", errors.Is(err, down))
+	}
+	// Output:
+	// server: flaky
+	// state: Connecting
+	// is ErrUnavailable: true
+	// cause is ours: true
+}
+
+// A host reads the config file it already has, and applies it; applying a
+// changed file later touches only the servers whose entries changed.
+func ExampleLoadConfig() {
+	dir, err := os.MkdirTemp("", "mcpfleet-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "mcp.json")
+	err = os.WriteFile(path, []byte(`{"mcpServers": {
+		"docs": {"url": "http://127.0.0.1:1/mcp", "disabled": true}
+	}}`), 0o600)
+	if err != nil {
+		panic(err)
+	}
+
+	cfg, err := client.LoadConfig(path)
+	if err != nil {
+		panic(err)
+	}
+	m := client.New()
+	defer m.Close()
+	if err := m.Apply(context.Background(), cfg); err != nil {
+		panic(err)
+	}
+	for _, st := range m.Statuses() {
+		fmt.Println(st.Name, st.State)
+	}
+	// Output: docs Disabled
+}
