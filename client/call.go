@@ -92,9 +92,10 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 	return nil, fmt.Errorf("%w: %q", ErrToolNotFound, qualifiedTool)
 }
 
-// catalogless returns the server with no published catalog whose prefix
-// (its ToolPrefix, or its name) and the separator begin qualifiedTool, if
-// any. It walks the servers: it runs only when the View has no such tool.
+// catalogless returns the server with no published catalog, in a state a
+// call waits on (lazy, connecting), whose prefix (its ToolPrefix, or its
+// name) and the separator begin qualifiedTool, if any. It walks the
+// servers: it runs only when the View has no such tool.
 func (m *Manager) catalogless(qualifiedTool string) *slot {
 	sep := m.opts.naming.Separator
 	if sep == "" {
@@ -111,8 +112,15 @@ func (m *Manager) catalogless(qualifiedTool string) *slot {
 		if !strings.HasPrefix(qualifiedTool, prefix+sep) {
 			continue
 		}
-		if _, ok := v.Catalog(name); !ok {
-			return s
+		if _, ok := v.Catalog(name); ok {
+			continue
+		}
+		s.mu.Lock()
+		st := s.state
+		s.mu.Unlock()
+		switch st {
+		case lifecycle.Disconnected, lifecycle.Connecting, lifecycle.Reconnecting:
+			return s // a call would wait for it
 		}
 	}
 	return nil

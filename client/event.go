@@ -86,6 +86,7 @@ type bus struct {
 type subscriber struct {
 	ch      chan Event
 	dropped uint64
+	after   uint64 // events up to this Seq are not for it (Watch)
 }
 
 func newBus() *bus {
@@ -146,6 +147,9 @@ func (b *bus) deliver(events []Event) {
 	defer b.subMu.Unlock()
 	for _, e := range events {
 		for s := range b.subs {
+			if e.Seq <= s.after {
+				continue
+			}
 			e.Dropped = s.dropped
 			select {
 			case s.ch <- e:
@@ -158,10 +162,23 @@ func (b *bus) deliver(events []Event) {
 }
 
 func (b *bus) subscribe(buffer int) (<-chan Event, func()) {
+	return b.subscribeAfter(buffer, 0)
+}
+
+// lastSeq returns the Seq of the last event published.
+func (b *bus) lastSeq() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seq
+}
+
+// subscribeAfter subscribes to the events whose Seq is greater than after,
+// including those still queued.
+func (b *bus) subscribeAfter(buffer int, after uint64) (<-chan Event, func()) {
 	if buffer <= 0 {
 		buffer = DefaultEventBuffer
 	}
-	s := &subscriber{ch: make(chan Event, buffer)}
+	s := &subscriber{ch: make(chan Event, buffer), after: after}
 	b.subMu.Lock()
 	if b.subsClosed {
 		close(s.ch)

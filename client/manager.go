@@ -184,6 +184,42 @@ func (m *Manager) Subscribe(buffer int) (<-chan Event, func()) {
 	return m.bus.subscribe(buffer)
 }
 
+// Watch lists, then watches: it returns every server's status (sorted by
+// name), the Seq of the last event those statuses reflect, and a
+// subscription that delivers only the events after it, in order. Applying
+// those events to the statuses gives the statuses of any later moment:
+// nothing is missed and nothing comes twice, unlike Statuses followed by
+// Subscribe, which may deliver events that happened before the list.
+// buffer, dropping and cancel are as for Subscribe.
+//
+// It briefly holds every server's lock, so that no event can happen while
+// the list is taken.
+func (m *Manager) Watch(buffer int) (statuses []ServerStatus, seq uint64, events <-chan Event, cancel func()) {
+	// Lock order: the manager's lock, then slots' (as Add). Every event
+	// is numbered under its slot's lock, so with them all held the list
+	// and the last number agree.
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	slots := make([]*slot, 0, len(m.slots))
+	for _, s := range m.slots {
+		slots = append(slots, s)
+	}
+	sort.Slice(slots, func(i, j int) bool { return slots[i].name < slots[j].name })
+	for _, s := range slots {
+		s.mu.Lock()
+	}
+	seq = m.bus.lastSeq()
+	statuses = make([]ServerStatus, 0, len(slots))
+	for _, s := range slots {
+		statuses = append(statuses, s.statusLocked())
+	}
+	events, cancel = m.bus.subscribeAfter(buffer, seq)
+	for _, s := range slots {
+		s.mu.Unlock()
+	}
+	return statuses, seq, events, cancel
+}
+
 // Status returns a snapshot of one server's state.
 func (m *Manager) Status(name string) (ServerStatus, error) {
 	s, err := m.slot(name)

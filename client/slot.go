@@ -545,6 +545,10 @@ func (s *slot) shutdown(ctx context.Context) error {
 func (s *slot) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.statusLocked()
+}
+
+func (s *slot) statusLocked() ServerStatus {
 	st := ServerStatus{
 		Name:         s.name,
 		State:        s.state,
