@@ -117,6 +117,9 @@ func TestHTTPFaults(t *testing.T) {
 				if n := srv.Executed(); n != c.ran {
 					t.Errorf("the tool ran %d times, want %d", n, c.ran)
 				}
+				if err := srv.WaitGone(ctx); err != nil {
+					t.Fatal(err)
+				}
 				if up := srv.Running(); up == c.fault.Gone {
 					t.Errorf("server running: %v after a fault with Gone %v", up, c.fault.Gone)
 				}

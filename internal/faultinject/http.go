@@ -126,6 +126,24 @@ func (h *HTTP) Arm(f Fault) {
 	h.armed = &f
 }
 
+// WaitGone waits until a fault that takes the server down, once taken, has
+// stopped it (a fault after the response strikes once the answer is out, so
+// a client can have it before the server is down), or until ctx ends.
+func (h *HTTP) WaitGone(ctx context.Context) error {
+	h.mu.Lock()
+	dying := h.dying
+	h.mu.Unlock()
+	if dying == nil {
+		return nil
+	}
+	select {
+	case <-dying:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Running reports whether the server is up.
 func (h *HTTP) Running() bool {
 	h.life.Lock()
