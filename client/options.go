@@ -137,7 +137,8 @@ func WithDrainTimeout(d time.Duration) Option {
 // own. A server that fails it is treated as lost, one that does not answer
 // in time counts a timeout: so a server that died or hung with no call in
 // flight is Reconnecting before the host's next call, even over HTTP with no
-// notification stream to lose. The probe is a ping on the older protocol,
+// notification stream to lose. The probe may take as long as the quiet
+// period (at least a second), or the server's call Timeout if it has one. The probe is a ping on the older protocol,
 // and the first page of a list the server declares on 2026-07-28 (where
 // mcp-go's Ping sends nothing). A negative d turns it off. Defaults to
 // DefaultIdleProbe; 0 keeps the default.

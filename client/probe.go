@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
+
+// minProbeTimeout is the least time an idle probe is given to answer.
+const minProbeTimeout = time.Second
 
 // errNoProbe: a 2026-07-28 server that declares no list has nothing cheap
 // and side-effect free to be asked.
@@ -21,8 +25,11 @@ func (s *slot) idleTick(l *lease) {
 	if l.active.Swap(false) || l.inflight.Load() > 0 {
 		return
 	}
-	timeout := s.m.opts.idleProbe
-	if t := s.spec.Timeout; t > 0 && t < timeout {
+	// The probe gets the quiet period to answer, and never less than
+	// minProbeTimeout, or the server's own call timeout if it has one: a
+	// short period must not make a slow but live server look hung.
+	timeout := max(s.m.opts.idleProbe, minProbeTimeout)
+	if t := s.spec.Timeout; t > 0 {
 		timeout = t
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)

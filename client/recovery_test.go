@@ -144,8 +144,10 @@ func TestServerThatKeepsComingBackRealProcess(t *testing.T) {
 // A real stdio child killed right after every handshake ends
 // PermanentlyFailed after MaxAttempts+1 spawns.
 func TestCrashLoopRealProcess(t *testing.T) {
+	// StableAfter is long, so that how fast this machine gets from the
+	// Connected event to the kill cannot make a connection healthy.
 	m := newTestManager(t, WithPolicy(lifecycle.Policy{InitialInterval: 10 * time.Millisecond,
-		MaxAttempts: 3, ProbeInterval: -1}))
+		MaxAttempts: 3, ProbeInterval: -1, StableAfter: time.Hour}))
 	rec := record(m)
 	mustAdd(t, m, "s", faultSpec(""))
 	for gen := uint64(1); ; gen++ {
