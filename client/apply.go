@@ -4,24 +4,89 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
-// Apply makes the manager's servers match cfg, touching only what changed:
-// servers new in cfg are added, servers gone from it are removed, servers
-// whose entry changed (anything but disabled) are restarted, and servers
-// whose disabled flag flipped are disabled or enabled in place. Untouched
-// servers see no blip: same slot, same runtime, same generation.
+// ApplyResult says what Apply did, server by server. Every server of the
+// config and every server Apply removed is in exactly one list; each list is
+// sorted.
+type ApplyResult struct {
+	Added   []string // new in the config: added, and started unless disabled or lazy
+	Removed []string // gone from the config: closed and forgotten
+	// Restarted: the entry changed (anything but its disabled and required
+	// flags). The server was reconfigured in its slot: its old runtime was
+	// detached and closed and the new spec dialled, one generation up. A
+	// changed entry that is disabled only took the new spec, for its next
+	// Enable; one that became disabled is in Disabled.
+	Restarted []string
+	Enabled   []string // the disabled flag went off
+	Disabled  []string // the disabled flag went on
+	Unchanged []string
+	// Failed: the entry could not be applied (its error is in Apply's
+	// error, naming it); the server, if it existed, is as it was.
+	Failed []string
+}
+
+// String lists the non-empty groups, as "added a, b; restarted c", or says
+// "no changes".
+func (r ApplyResult) String() string {
+	var parts []string
+	for _, g := range []struct {
+		what  string
+		names []string
+	}{{"added", r.Added}, {"removed", r.Removed}, {"restarted", r.Restarted},
+		{"enabled", r.Enabled}, {"disabled", r.Disabled}, {"failed", r.Failed}} {
+		if len(g.names) > 0 {
+			parts = append(parts, g.what+" "+strings.Join(g.names, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// applyAction is what Apply does to one server.
+type applyAction int
+
+const (
+	applyUnchanged applyAction = iota
+	applyAdded
+	applyRemoved
+	applyRestarted
+	applyEnabled
+	applyDisabled
+	applyFailed
+)
+
+// Apply makes the manager's servers match cfg, touching only what changed,
+// and returns what it did:
+//   - servers new in cfg are added;
+//   - servers gone from it are removed;
+//   - servers whose entry changed (anything but its disabled and required
+//     flags) are reconfigured in their stable slot: the old runtime is
+//     detached and closed, the new spec is dialled and its generation is
+//     one up, and calls waiting on it (or arriving meanwhile) see
+//     Reconnecting, as after a crash, and go to the new runtime;
+//   - servers whose disabled flag flipped are disabled or enabled in place.
+//
+// Untouched servers see no blip: same slot, same runtime, same generation.
+// All the changes run at once; dials are bounded by the manager's dial
+// limit, and removals and disables each wait for their runtime's close.
 //
 // Apply manages the servers that came from a config (through Apply); servers
 // added with Add are left alone, and a config entry with the same name as
 // one of them is an error. Once the changes are made, Apply waits (bounded
 // by ctx) for every enabled server marked required to be Connected.
-// Problems are reported together; one bad entry does not stop the others.
-func (m *Manager) Apply(ctx context.Context, cfg *Config) error {
+// Problems are reported together, each naming its server; one bad entry
+// does not stop the others. Concurrent Applies run one after the other.
+func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 	if cfg == nil {
-		return errors.New("mcpfleet: apply: config is nil")
+		return ApplyResult{}, errors.New("mcpfleet: apply: config is nil")
 	}
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
@@ -29,7 +94,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) error {
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()
-		return fmt.Errorf("%w: apply", ErrClosed)
+		return ApplyResult{}, fmt.Errorf("%w: apply", ErrClosed)
 	}
 	current := make(map[string]*slot, len(m.slots))
 	for name, s := range m.slots {
@@ -37,58 +102,130 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) error {
 	}
 	m.mu.RUnlock()
 
-	var errs []error
-	for name, s := range current {
-		if _, keep := cfg.Servers[name]; !keep && s.configKey != "" {
-			if err := m.Remove(ctx, name); err != nil && !errors.Is(err, ErrUnknownServer) {
-				errs = append(errs, err)
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		errs     []error
+		actions  = map[string]applyAction{}
+		required []string
+	)
+	done := func(name string, a applyAction, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+			if a != applyRemoved { // a removed server is gone even if its close failed
+				a = applyFailed
 			}
 		}
+		actions[name] = a
 	}
-	var required []string
+	for name, s := range current {
+		if _, keep := cfg.Servers[name]; !keep && s.config().key != "" {
+			wg.Go(func() {
+				err := m.Remove(ctx, name)
+				if errors.Is(err, ErrUnknownServer) {
+					err = nil // removed meanwhile by the host
+				}
+				done(name, applyRemoved, err)
+			})
+		}
+	}
 	for _, name := range sortedKeys(cfg.Servers) {
 		sc := cfg.Servers[name]
 		spec, err := sc.Spec()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("mcpfleet: %s: server %q: %w", cfg.Source, name, err))
+			done(name, applyFailed, fmt.Errorf("mcpfleet: %s: server %q: %w", cfg.Source, name, err))
 			continue
 		}
 		key := sc.key()
 		s, exists := current[name]
-		switch {
-		case exists && s.configKey == "":
-			errs = append(errs, fmt.Errorf("mcpfleet: %s: server %q: %w: added with Add, not managed by Apply",
+		if exists && s.config().key == "" {
+			done(name, applyFailed, fmt.Errorf("mcpfleet: %s: server %q: %w: added with Add, not managed by Apply",
 				cfg.Source, name, ErrDuplicateServer))
-			continue
-		case !exists:
-			err = m.add(ctx, name, spec, key)
-		case s.configKey != key:
-			// A close error is reported, but closing is teardown, not a
-			// transaction: the old slot is gone either way, and the new
-			// entry must still start.
-			if err = m.Remove(ctx, name); err != nil && !errors.Is(err, ErrUnknownServer) {
-				errs = append(errs, err)
-			}
-			err = m.add(ctx, name, spec, key)
-		case sc.Disabled:
-			err = s.disable(ctx)
-		default:
-			err = s.enable(ctx)
-		}
-		if err != nil {
-			errs = append(errs, err)
 			continue
 		}
 		if sc.Required && !sc.Disabled {
 			required = append(required, name)
 		}
+		wg.Go(func() {
+			a, err := m.applyOne(ctx, name, s, spec, key, sc.Disabled)
+			done(name, a, err)
+		})
 	}
+	wg.Wait()
+
+	// The required servers are waited for together, so that the wait is
+	// the slowest one's, not their sum.
 	for _, name := range required {
-		if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
-			st, _ := m.Status(name)
-			errs = append(errs, fmt.Errorf("mcpfleet: required server %q did not connect: %w (last error: %v)",
-				name, err, st.LastError))
+		if actions[name] == applyFailed {
+			continue
 		}
+		wg.Go(func() {
+			if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
+				st, _ := m.Status(name)
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("mcpfleet: required server %q did not connect: %w (last error: %v)",
+					name, err, st.LastError))
+				mu.Unlock()
+			}
+		})
 	}
-	return errors.Join(errs...)
+	wg.Wait()
+	return summarize(actions), errors.Join(errs...)
+}
+
+// applyOne brings one server in line with its entry; s is nil for a server
+// new in the config.
+func (m *Manager) applyOne(ctx context.Context, name string, s *slot, spec ServerSpec, key string, disabled bool) (applyAction, error) {
+	if s == nil {
+		return applyAdded, m.add(ctx, name, spec, key)
+	}
+	wasOff := s.off()
+	if s.config().key != key {
+		if disabled && !wasOff {
+			// Switched off first, so that the new spec is never dialled.
+			if err := s.disable(ctx); err != nil {
+				return applyFailed, err
+			}
+			return applyDisabled, s.reconfigure(ctx, spec, key)
+		}
+		if err := s.reconfigure(ctx, spec, key); err != nil {
+			return applyFailed, err
+		}
+		if !disabled && wasOff {
+			return applyEnabled, s.enable(ctx)
+		}
+		return applyRestarted, nil
+	}
+	switch {
+	case disabled && !wasOff:
+		return applyDisabled, s.disable(ctx)
+	case !disabled && wasOff:
+		return applyEnabled, s.enable(ctx)
+	}
+	return applyUnchanged, nil
+}
+
+// off reports whether the slot is switched off, or on its way there.
+func (s *slot) off() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == lifecycle.Disabled || s.state == lifecycle.Disabling
+}
+
+func summarize(actions map[string]applyAction) ApplyResult {
+	var r ApplyResult
+	lists := map[applyAction]*[]string{
+		applyUnchanged: &r.Unchanged, applyAdded: &r.Added, applyRemoved: &r.Removed,
+		applyRestarted: &r.Restarted, applyEnabled: &r.Enabled, applyDisabled: &r.Disabled,
+		applyFailed: &r.Failed,
+	}
+	for name, a := range actions {
+		*lists[a] = append(*lists[a], name)
+	}
+	for _, l := range lists {
+		slices.Sort(*l)
+	}
+	return r
 }

@@ -105,7 +105,7 @@ func (m *Manager) catalogless(qualifiedTool string) *slot {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for name, s := range m.slots {
-		prefix := s.prefix
+		prefix := s.config().prefix
 		if prefix == "" {
 			prefix = name
 		}
@@ -177,7 +177,8 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 	if err != nil {
 		return zero, err
 	}
-	timeout := s.spec.Timeout
+	cfg := s.config()
+	timeout := cfg.spec.Timeout
 	var o callOptions
 	if len(opts) > 0 {
 		o = applyCallOptions(opts)
@@ -195,11 +196,11 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 		ctx, done = m.trackProgress(ctx, server, o.progress)
 		defer done()
 	}
-	if s.sem != nil {
-		if err := s.sem.Acquire(ctx, 1); err != nil {
+	if sem := cfg.sem; sem != nil {
+		if err := sem.Acquire(ctx, 1); err != nil {
 			return zero, fmt.Errorf("mcpfleet: server %q: waiting for an in-flight slot: %w", server, err)
 		}
-		defer s.sem.Release(1)
+		defer sem.Release(1)
 	}
 
 	// A request provably not sent is sent again once, and a lost one is

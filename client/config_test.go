@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,7 @@ func TestConfigNeverShowsSecrets(t *testing.T) {
 	m := newTestManager(t, WithLogger(logger), WithReadyTimeout(50*time.Millisecond),
 		WithPolicy(lifecycle.Policy{MaxAttempts: 1, InitialInterval: time.Millisecond, ProbeInterval: -1}))
 	rec := record(m)
-	if err := m.Apply(testCtx(t), cfg); err != nil {
+	if _, err := m.Apply(testCtx(t), cfg); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"s", "h"} {
@@ -192,25 +193,30 @@ func TestApplyChangesOnlyWhatChanged(t *testing.T) {
 		return servers[spec.Stdio.Command].dialer()
 	}
 	rec := record(m)
-	apply := func(js string) {
+	apply := func(js, want string) {
 		t.Helper()
 		cfg, err := ParseConfig([]byte(js), env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Apply(testCtx(t), cfg); err != nil {
+		res, err := m.Apply(testCtx(t), cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if got := res.String(); got != want {
+			t.Fatalf("Apply did %q, want %q", got, want)
+		}
 	}
-	apply(`{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}}`)
+	apply(`{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}}`, "added a, b")
 	mustWait(t, m, "a", lifecycle.Connected)
 	mustWait(t, m, "b", lifecycle.Connected)
 
 	// Add c, change b's args, keep a: a must not blip.
-	apply(`{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b", "args": ["v2"]}, "c": {"command": "c", "required": true}}}`)
+	apply(`{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b", "args": ["v2"]}, "c": {"command": "c", "required": true}}}`,
+		"added c; restarted b")
 	mustWait(t, m, "b", lifecycle.Connected)
 	// Disable a, remove b.
-	apply(`{"mcpServers": {"a": {"command": "a", "disabled": true}, "c": {"command": "c"}}}`)
+	apply(`{"mcpServers": {"a": {"command": "a", "disabled": true}, "c": {"command": "c"}}}`, "removed b; disabled a")
 	if st, _ := m.Status("a"); st.State != lifecycle.Disabled {
 		t.Fatalf("a: %v", st.State)
 	}
@@ -218,12 +224,13 @@ func TestApplyChangesOnlyWhatChanged(t *testing.T) {
 		t.Fatal("b was not removed")
 	}
 	// Enable a again, change nothing else: c must not blip.
-	apply(`{"mcpServers": {"a": {"command": "a"}, "c": {"command": "c"}}}`)
+	apply(`{"mcpServers": {"a": {"command": "a"}, "c": {"command": "c"}}}`, "enabled a")
 	mustWait(t, m, "a", lifecycle.Connected)
 
 	rec.waitStates(t, "c", "Connecting", "Connected")
 	rec.waitStates(t, "a", "Connecting", "Connected", "Disabling", "Disabled", "Connecting", "Connected")
-	rec.waitStates(t, "b", "Connecting", "Connected", "Closed", "Connecting", "Connected", "Closed")
+	// b's changed entry is reconfigured in its slot, as after a crash.
+	rec.waitStates(t, "b", "Connecting", "Connected", "Reconnecting", "Connected", "Closed")
 	if st, _ := m.Status("c"); st.Generation != 1 || st.State != lifecycle.Connected {
 		t.Fatalf("c blipped: %+v", st)
 	}
@@ -234,8 +241,9 @@ func TestApplyChangesOnlyWhatChanged(t *testing.T) {
 	// A server added with Add is not Apply's to manage.
 	mustAdd(t, m, "manual", ServerSpec{Dialer: newTestServer().dialer()})
 	cfg, _ := ParseConfig([]byte(`{"mcpServers": {"manual": {"command": "a"}}}`), env(nil))
-	if err := m.Apply(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "manual") {
-		t.Fatalf("Apply over an Add-ed server: %v", err)
+	if res, err := m.Apply(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "manual") ||
+		!slices.Equal(res.Failed, []string{"manual"}) {
+		t.Fatalf("Apply over an Add-ed server: %v, %v", res, err)
 	}
 	if st, _ := m.Status("manual"); st.State == lifecycle.Closed {
 		t.Fatal("Apply touched a server it does not manage")
@@ -251,7 +259,7 @@ func TestApplyRequiredServerThatCannotConnect(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err = m.Apply(ctx, cfg)
+	_, err = m.Apply(ctx, cfg)
 	if err == nil || !strings.Contains(err.Error(), `required server "gone"`) || strings.Contains(err.Error(), `"fine"`) {
 		t.Fatalf("err = %v", err)
 	}

@@ -120,11 +120,15 @@ func ExampleLoadConfig() {
 	}
 	m := client.New()
 	defer m.Close()
-	if err := m.Apply(context.Background(), cfg); err != nil {
+	res, err := m.Apply(context.Background(), cfg)
+	if err != nil {
 		panic(err)
 	}
+	fmt.Println("apply:", res)
 	for _, st := range m.Statuses() {
 		fmt.Println(st.Name, st.State)
 	}
-	// Output: docs Disabled
+	// Output:
+	// apply: added docs
+	// docs Disabled
 }

@@ -155,8 +155,11 @@ func (c *recConn) Transport() transport.Interface {
 func (c *recConn) Close(ctx context.Context) error {
 	c.closed.Store(true)
 	err := c.Conn.Close(ctx)
-	if c.ts.closeErr != nil {
-		return c.ts.closeErr
+	c.ts.mu.Lock()
+	closeErr := c.ts.closeErr
+	c.ts.mu.Unlock()
+	if closeErr != nil {
+		return closeErr
 	}
 	return err
 }

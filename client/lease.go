@@ -99,7 +99,7 @@ func (m *Manager) closeConn(c Conn) {
 }
 
 func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]Conn) (*lease, error) {
-	conn, err := s.spec.dialer(&m.opts, legacy)(ctx)
+	conn, err := s.config().spec.dialer(&m.opts, legacy)(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
@@ -286,7 +286,7 @@ func (s *slot) refresh(l *lease) {
 	}
 	s.catalogErr = nil
 	l.markAnswered()
-	if d, ok := s.m.pub.Publish(next, s.prefix); ok && !d.Empty() {
+	if d, ok := s.m.pub.Publish(next, s.config().prefix); ok && !d.Empty() {
 		s.emitLocked(Event{Kind: EventCatalog, Diff: &d})
 	}
 }

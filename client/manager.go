@@ -104,8 +104,7 @@ func (m *Manager) add(ctx context.Context, name string, spec ServerSpec, configK
 	if _, ok := m.slots[name]; ok {
 		return serverError(ErrDuplicateServer, name, nil)
 	}
-	s := newSlot(m, name, spec)
-	s.configKey = configKey
+	s := newSlot(m, name, spec, configKey)
 	m.slots[name] = s
 	if !spec.Disabled {
 		s.mu.Lock()

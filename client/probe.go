@@ -29,7 +29,7 @@ func (s *slot) idleTick(l *lease) {
 	// minProbeTimeout, or the server's own call timeout if it has one: a
 	// short period must not make a slow but live server look hung.
 	timeout := max(s.m.opts.idleProbe, minProbeTimeout)
-	if t := s.spec.Timeout; t > 0 {
+	if t := s.config().spec.Timeout; t > 0 {
 		timeout = t
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, timeout)

@@ -173,7 +173,7 @@ func TestCrashLoopRealProcess(t *testing.T) {
 // its chain still matches: one class per error (issue 17).
 func TestForeignContextErrorsAreNotTheCallers(t *testing.T) {
 	m := newTestManager(t)
-	s := newSlot(m, "s", ServerSpec{})
+	s := newSlot(m, "s", ServerSpec{}, "")
 	for _, cause := range []error{
 		// What mcp-go returns for a request whose context ended.
 		fmt.Errorf("%w: %w", ErrTooManyTimeouts, transport.NewError(context.DeadlineExceeded)),

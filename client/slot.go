@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,14 +18,11 @@ import (
 // doing I/O, closing a runtime or delivering an event: those happen after the
 // state they depend on was changed under the lock.
 type slot struct {
-	m      *Manager
-	name   string
-	spec   ServerSpec
-	prefix string
-	sem    *semaphore.Weighted // per-server in-flight limit; nil means none
-	// configKey identifies the config entry a slot made by Apply came
-	// from; empty for a slot made by Add.
-	configKey string
+	m    *Manager
+	name string
+	// cfg is what the slot was configured with: read without the lock,
+	// replaced whole (under mu) only by reconfigure.
+	cfg atomic.Pointer[slotConfig]
 
 	// closing counts this slot's detached runtimes still being closed in
 	// the background, and runners counts its connect loops, abandoned ones
@@ -68,30 +66,55 @@ type runner struct {
 	pullable bool
 }
 
-func newSlot(m *Manager, name string, spec ServerSpec) *slot {
-	policy := m.opts.policy
-	if spec.Reconnect != nil {
-		policy = *spec.Reconnect
-	}
-	s := &slot{
-		m:       m,
-		name:    name,
-		spec:    spec,
-		prefix:  spec.ToolPrefix,
-		state:   lifecycle.Disabled, // a slot is born off; enableLocked turns it on
-		changed: make(chan struct{}),
-		budget:  lifecycle.NewBudget(policy, m.opts.clock),
-	}
-	s.health.Threshold = m.opts.timeoutThreshold
+// slotConfig is one configuration of a slot. It never changes: Apply's
+// reconfigure swaps in a new one, so a call that loaded it keeps a
+// consistent spec, prefix and in-flight limit to the end.
+type slotConfig struct {
+	spec   ServerSpec
+	prefix string              // spec.ToolPrefix
+	sem    *semaphore.Weighted // per-server in-flight limit; nil means none
+	// key identifies the config entry a slot made by Apply came from;
+	// empty for a slot made by Add.
+	key string
+}
+
+func newSlotConfig(m *Manager, spec ServerSpec, key string) *slotConfig {
+	c := &slotConfig{spec: spec, prefix: spec.ToolPrefix, key: key}
 	limit := m.opts.maxInFlight
 	if spec.MaxInFlight != 0 {
 		limit = spec.MaxInFlight
 	}
 	if limit > 0 {
-		s.sem = semaphore.NewWeighted(int64(limit))
+		c.sem = semaphore.NewWeighted(int64(limit))
 	}
+	return c
+}
+
+// budgetFor returns a fresh reconnect budget under spec's policy, or the
+// manager's.
+func (m *Manager) budgetFor(spec ServerSpec) *lifecycle.Budget {
+	policy := m.opts.policy
+	if spec.Reconnect != nil {
+		policy = *spec.Reconnect
+	}
+	return lifecycle.NewBudget(policy, m.opts.clock)
+}
+
+func newSlot(m *Manager, name string, spec ServerSpec, key string) *slot {
+	s := &slot{
+		m:       m,
+		name:    name,
+		state:   lifecycle.Disabled, // a slot is born off; enableLocked turns it on
+		changed: make(chan struct{}),
+		budget:  m.budgetFor(spec),
+	}
+	s.cfg.Store(newSlotConfig(m, spec, key))
+	s.health.Threshold = m.opts.timeoutThreshold
 	return s
 }
+
+// config returns the slot's current configuration.
+func (s *slot) config() *slotConfig { return s.cfg.Load() }
 
 // setStateLocked moves the slot to state to and emits the event. A same-state
 // move does nothing; an illegal one is refused and recorded as a bug.
@@ -136,7 +159,7 @@ func (s *slot) emitLocked(e Event) {
 func (s *slot) enableLocked() {
 	s.budget.Reset()
 	s.lastErr = nil
-	if s.spec.Lazy {
+	if s.config().spec.Lazy {
 		s.setStateLocked(lifecycle.Disconnected, nil)
 		return
 	}
@@ -315,7 +338,7 @@ func (s *slot) installLocked(l *lease) {
 	l.connectedAt = s.m.opts.clock.Now()
 	l.catalog.Generation = s.gen
 	l.catalog.Seal()
-	diff, published := s.m.pub.Publish(l.catalog, s.prefix)
+	diff, published := s.m.pub.Publish(l.catalog, s.config().prefix)
 	s.setStateLocked(lifecycle.Connected, nil)
 	if published && !diff.Empty() {
 		s.emitLocked(Event{Kind: EventCatalog, Diff: &diff})
@@ -522,6 +545,51 @@ func (s *slot) reconnect(ctx context.Context) error {
 		s.connectLocked(lifecycle.Connecting, 0, false)
 	}
 	s.mu.Unlock()
+	return nil
+}
+
+// reconfigure gives the slot a new spec in place: Apply's way with a changed
+// entry. The slot, its name, its subscriptions and its generation count
+// stay. A runtime of the old spec is detached and closed in the background
+// (its in-flight calls drain first), a connect loop of the old spec is
+// abandoned, and the new spec is dialled at once under a fresh budget:
+// calls see Reconnecting, as after a crash, and go to the new runtime, one
+// generation up. A disabled slot only takes the spec, for its next Enable;
+// a lazy one that is not running stays Disconnected. spec.Disabled is the
+// caller's to act on.
+func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.waitSettledLocked(ctx); err != nil {
+		return err
+	}
+	if s.state == lifecycle.Closed {
+		return serverError(ErrClosed, s.name, nil)
+	}
+	s.cfg.Store(newSlotConfig(s.m, spec, key))
+	s.budget = s.m.budgetFor(spec)
+	s.legacy = false // a new server may speak the newer protocol
+	s.lastErr = nil
+	switch s.state {
+	case lifecycle.Disconnected:
+		if !spec.Lazy {
+			s.connectLocked(lifecycle.Connecting, 0, false)
+		}
+	case lifecycle.Connected:
+		s.goCloseLeaseLocked(s.detachLocked())
+		s.connectLocked(lifecycle.Reconnecting, 0, false)
+	case lifecycle.Connecting, lifecycle.Reconnecting, lifecycle.PermanentlyFailed:
+		if r := s.run; r != nil { // dialling the old spec: abandon it
+			s.run = nil
+			r.cancel()
+		}
+		s.nextRetry = time.Time{}
+		to := lifecycle.Reconnecting
+		if s.state == lifecycle.Connecting {
+			to = lifecycle.Connecting
+		}
+		s.connectLocked(to, 0, false)
+	}
 	return nil
 }
 

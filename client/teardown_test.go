@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -132,7 +133,8 @@ func TestAddDuringRemoveOfTheSameName(t *testing.T) {
 }
 
 // Close is teardown, not a transaction: when the old runtime of a server
-// whose entry changed fails to close, Apply still starts the new one.
+// whose entry changed fails to close, the new one starts all the same, and
+// the close error is an event (as for any runtime closed in the background).
 func TestApplyRestartsAServerWhoseOldRuntimeFailedToClose(t *testing.T) {
 	ts := newTestServer()
 	m := newTestManager(t)
@@ -142,7 +144,8 @@ func TestApplyRestartsAServerWhoseOldRuntimeFailedToClose(t *testing.T) {
 		}
 		return ts.dialer()
 	}
-	apply := func(js string) error {
+	rec := record(m)
+	apply := func(js string) (ApplyResult, error) {
 		t.Helper()
 		cfg, err := ParseConfig([]byte(js), env(nil))
 		if err != nil {
@@ -150,16 +153,21 @@ func TestApplyRestartsAServerWhoseOldRuntimeFailedToClose(t *testing.T) {
 		}
 		return m.Apply(testCtx(t), cfg)
 	}
-	if err := apply(`{"mcpServers": {"a": {"command": "a"}}}`); err != nil {
+	if _, err := apply(`{"mcpServers": {"a": {"command": "a"}}}`); err != nil {
 		t.Fatal(err)
 	}
 	mustWait(t, m, "a", lifecycle.Connected)
+	ts.mu.Lock()
 	ts.closeErr = errors.New("test: close failed")
-	err := apply(`{"mcpServers": {"a": {"command": "a", "args": ["v2"]}}}`)
-	if err == nil || !strings.Contains(err.Error(), "close failed") {
-		t.Fatalf("Apply: %v, want the close error reported", err)
+	ts.mu.Unlock()
+	res, err := apply(`{"mcpServers": {"a": {"command": "a", "args": ["v2"]}}}`)
+	if err != nil || !slices.Equal(res.Restarted, []string{"a"}) {
+		t.Fatalf("Apply: %v, %v", res, err)
 	}
-	ts.closeErr = nil
+	ev := rec.wait(t, func(e Event) bool { return e.Kind == EventCloseError })
+	if ev.Server != "a" || !strings.Contains(ev.Err.Error(), "close failed") {
+		t.Fatalf("close error event: %+v", ev)
+	}
 	if err := m.WaitFor(testCtx(t), "a", lifecycle.Connected); err != nil {
 		t.Fatalf("server whose old runtime failed to close was not restarted: %v", err)
 	}

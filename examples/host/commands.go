@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -269,89 +267,20 @@ func (h *host) stderr(w io.Writer, name string) {
 }
 
 // reload re-reads the config file, applies it, and says what changed.
-//
-// Apply does not say what it did, so the host works it out: the servers
-// before and after say what was added and removed and which flipped between
-// on and off; the two configs say which entries changed, which Apply
-// restarts.
 func (h *host) reload(ctx context.Context, w io.Writer) {
 	cfg, err := client.LoadConfig(h.path)
 	if err != nil {
 		fmt.Fprintf(w, "reload: %v\n(nothing changed)\n", err)
 		return
 	}
-	before := stateByName(h.m.Statuses())
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
-	applyErr := h.m.Apply(actx, cfg)
+	res, applyErr := h.m.Apply(actx, cfg)
 	cancel()
-	after := stateByName(h.m.Statuses())
-	old := h.cfg
 	h.cfg = cfg
-
-	var added, removed, restarted, enabled, disabled []string
-	for name, st := range after {
-		was, existed := before[name]
-		switch {
-		case !existed:
-			added = append(added, name)
-		case restartedEntry(old, cfg, name):
-			restarted = append(restarted, name)
-		case off(was) && !off(st):
-			enabled = append(enabled, name)
-		case !off(was) && off(st):
-			disabled = append(disabled, name)
-		}
-	}
-	for name := range before {
-		if _, ok := after[name]; !ok {
-			removed = append(removed, name)
-		}
-	}
-	var parts []string
-	for _, c := range []struct {
-		what  string
-		names []string
-	}{{"added", added}, {"removed", removed}, {"restarted", restarted}, {"enabled", enabled}, {"disabled", disabled}} {
-		if len(c.names) > 0 {
-			slices.Sort(c.names)
-			parts = append(parts, c.what+" "+strings.Join(c.names, ", "))
-		}
-	}
-	if len(parts) == 0 {
-		parts = []string{"no changes"}
-	}
-	fmt.Fprintf(w, "reload %s: %s\n", h.path, strings.Join(parts, "; "))
+	fmt.Fprintf(w, "reload %s: %s\n", h.path, res)
 	if applyErr != nil {
 		fmt.Fprintf(w, "reload: apply: %v\n", applyErr)
 	}
-}
-
-func stateByName(statuses []client.ServerStatus) map[string]lifecycle.State {
-	m := make(map[string]lifecycle.State, len(statuses))
-	for _, s := range statuses {
-		m[s.Name] = s.State
-	}
-	return m
-}
-
-// off reports whether a state is the host's doing: switched off or on the
-// way there.
-func off(s lifecycle.State) bool { return s == lifecycle.Disabled || s == lifecycle.Disabling }
-
-// restartedEntry reports whether name's entry changed in a way Apply
-// restarts the server for: anything but the disabled and required flags.
-func restartedEntry(old, cur *client.Config, name string) bool {
-	if old == nil {
-		return false
-	}
-	a, okA := old.Servers[name]
-	b, okB := cur.Servers[name]
-	if !okA || !okB {
-		return false
-	}
-	a.Disabled, a.Required = false, false
-	b.Disabled, b.Required = false, false
-	return !reflect.DeepEqual(a, b)
 }
 
 // short makes an error fit a table cell: its first line, at most 60 runes.

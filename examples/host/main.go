@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 
 	h.printf("host: %d servers from %s; type help for commands\n", len(cfg.Servers), *path)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
-	err = h.m.Apply(actx, cfg)
+	_, err = h.m.Apply(actx, cfg)
 	cancel()
 	if err != nil {
 		// One bad entry does not stop the others: show it and carry on,
