@@ -94,7 +94,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()
-		return ApplyResult{}, fmt.Errorf("%w: apply", ErrClosed)
+		return ApplyResult{}, fmt.Errorf("mcpfleet: apply: %w", ErrClosed)
 	}
 	current := make(map[string]*slot, len(m.slots))
 	for name, s := range m.slots {
@@ -123,7 +123,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 	for name, s := range current {
 		if _, keep := cfg.Servers[name]; !keep && s.config().key != "" {
 			wg.Go(func() {
-				err := m.Remove(ctx, name)
+				err := m.Remove(ctx, name) // names its op
 				if errors.Is(err, ErrUnknownServer) {
 					err = nil // removed meanwhile by the host
 				}
@@ -135,14 +135,15 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 		sc := cfg.Servers[name]
 		spec, err := sc.Spec()
 		if err != nil {
-			done(name, applyFailed, fmt.Errorf("mcpfleet: %s: server %q: %w", cfg.Source, name, err))
+			done(name, applyFailed, &ServerError{Server: name, Op: "apply " + cfg.Source,
+				Err: fmt.Errorf("%w: %w", ErrInvalidSpec, err)})
 			continue
 		}
 		key := sc.key()
 		s, exists := current[name]
 		if exists && s.config().key == "" {
-			done(name, applyFailed, fmt.Errorf("mcpfleet: %s: server %q: %w: added with Add, not managed by Apply",
-				cfg.Source, name, ErrDuplicateServer))
+			done(name, applyFailed, &ServerError{Server: name, Op: "apply " + cfg.Source,
+				Err: fmt.Errorf("%w: added with Add, not managed by Apply", ErrDuplicateServer)})
 			continue
 		}
 		if sc.Required && !sc.Disabled {
@@ -150,7 +151,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 		}
 		wg.Go(func() {
 			a, err := m.applyOne(ctx, name, s, spec, key, sc.Disabled)
-			done(name, a, err)
+			done(name, a, withOp("apply "+cfg.Source, name, err))
 		})
 	}
 	wg.Wait()
@@ -163,10 +164,13 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 		}
 		wg.Go(func() {
 			if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
+				if se, ok := err.(*ServerError); ok {
+					err = se.Err // named below
+				}
 				st, _ := m.Status(name)
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("mcpfleet: required server %q did not connect: %w (last error: %v)",
-					name, err, st.LastError))
+				errs = append(errs, &ServerError{Server: name, Op: "apply " + cfg.Source,
+					Err: fmt.Errorf("required server did not connect: %w (last error: %v)", err, st.LastError)})
 				mu.Unlock()
 			}
 		})

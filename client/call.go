@@ -59,12 +59,16 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, o
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = omitNil(args)
-	return do(ctx, m, server, opts, func(s *slot) bool { return s.replayable(tool) },
+	res, err := do(ctx, m, server, opts, func(s *slot) bool { return s.replayable(tool) },
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.CallToolResult, error) {
 			req := req
 			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
 			return c.CallTool(ctx, req)
 		})
+	if err != nil {
+		return nil, withOp("call tool "+tool, server, err)
+	}
+	return res, nil
 }
 
 // Call calls a tool by its qualified name in the View (server + separator +
@@ -81,7 +85,7 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 	if s := m.catalogless(qualifiedTool); s != nil {
 		l, err := s.acquire(ctx)
 		if err != nil {
-			return nil, err
+			return nil, withOp("call "+qualifiedTool, s.name, err)
 		}
 		l.inflight.Add(-1)
 		l.calls.Done()
@@ -89,7 +93,7 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 			return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
 		}
 	}
-	return nil, fmt.Errorf("%w: %q", ErrToolNotFound, qualifiedTool)
+	return nil, fmt.Errorf("mcpfleet: %w: %q", ErrToolNotFound, qualifiedTool)
 }
 
 // catalogless returns the server with no published catalog, in a state a
@@ -132,12 +136,16 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 	req := mcp.GetPromptRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
-	return do(ctx, m, server, opts, alwaysReplayable,
+	res, err := do(ctx, m, server, opts, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.GetPromptResult, error) {
 			req := req
 			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
 			return c.GetPrompt(ctx, req)
 		})
+	if err != nil {
+		return nil, withOp("get prompt "+name, server, err)
+	}
+	return res, nil
 }
 
 // ReadResource reads a resource from server. Reads are replayed once if
@@ -145,12 +153,16 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 func (m *Manager) ReadResource(ctx context.Context, server, uri string, opts ...CallOption) (*mcp.ReadResourceResult, error) {
 	req := mcp.ReadResourceRequest{}
 	req.Params.URI = uri
-	return do(ctx, m, server, opts, alwaysReplayable,
+	res, err := do(ctx, m, server, opts, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 			req := req
 			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
 			return c.ReadResource(ctx, req)
 		})
+	if err != nil {
+		return nil, withOp("read resource "+uri, server, err)
+	}
+	return res, nil
 }
 
 func alwaysReplayable(*slot) bool { return true }
@@ -198,7 +210,7 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 	}
 	if sem := cfg.sem; sem != nil {
 		if err := sem.Acquire(ctx, 1); err != nil {
-			return zero, fmt.Errorf("mcpfleet: server %q: waiting for an in-flight slot: %w", server, err)
+			return zero, &ServerError{Server: server, Err: fmt.Errorf("waiting for an in-flight slot: %w", err)}
 		}
 		defer sem.Release(1)
 	}
@@ -294,11 +306,11 @@ func canceledError(ctx context.Context, server string, err error) error {
 		if err == nil {
 			err = ctx.Err()
 		}
-		return fmt.Errorf("mcpfleet: server %q: %w", server, err)
+		return &ServerError{Server: server, Err: err}
 	}
 	// Some servers answer with their own error for the cancelled request;
 	// keep the context's error testable, and the answer readable.
-	return fmt.Errorf("mcpfleet: server %q: %w (%v)", server, ctx.Err(), err)
+	return &ServerError{Server: server, Err: fmt.Errorf("%w (%v)", ctx.Err(), err)}
 }
 
 // acquire returns the current lease with a call registered on it, waiting

@@ -1,48 +1,129 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
-// Errors returned by the Manager. They are wrapped with the server's name and
-// the cause; test for them with errors.Is.
+// Errors returned by the Manager. A per-server failure comes as a
+// *ServerError naming the server and the operation, wrapping one of these;
+// test for them with errors.Is. Their own messages carry no prefix, as
+// os.ErrNotExist's does not: the ServerError around them gives it.
 var (
 	// ErrUnknownServer: no server of that name was added.
-	ErrUnknownServer = errors.New("mcpfleet: unknown server")
+	ErrUnknownServer = errors.New("unknown server")
 	// ErrDuplicateServer: Add was called with a name already in use.
-	ErrDuplicateServer = errors.New("mcpfleet: server already exists")
+	ErrDuplicateServer = errors.New("server already exists")
 	// ErrDisabled: the server is disabled (or being disabled).
-	ErrDisabled = errors.New("mcpfleet: server disabled")
+	ErrDisabled = errors.New("server disabled")
 	// ErrClosed: the server was removed or the manager was closed.
-	ErrClosed = errors.New("mcpfleet: closed")
+	ErrClosed = errors.New("closed")
 	// ErrPermanentlyFailed: the server's reconnect budget is exhausted;
 	// Reconnect starts over.
-	ErrPermanentlyFailed = errors.New("mcpfleet: server permanently failed")
+	ErrPermanentlyFailed = errors.New("server permanently failed")
 	// ErrUnavailable: the server did not become Connected within the ready
 	// timeout. It is carried by *UnavailableError.
-	ErrUnavailable = errors.New("mcpfleet: server unavailable")
+	ErrUnavailable = errors.New("server unavailable")
 	// ErrOutcomeUnknown: the connection was lost while the request was in
 	// flight, so the server may or may not have executed it, and the tool is
 	// neither read-only nor idempotent, so it was not replayed.
-	ErrOutcomeUnknown = errors.New("mcpfleet: outcome unknown")
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 	// ErrServerError: the server answered the request with a JSON-RPC
 	// error. It is a result, not a failure of the connection: the runtime
 	// stays, nothing is retried, and the server's own error (mcp-go's, such
 	// as mcp.ErrMethodNotFound) is wrapped as well.
-	ErrServerError = errors.New("mcpfleet: server returned an error")
+	ErrServerError = errors.New("server returned an error")
+	// ErrInvalidSpec: Add (or an Apply entry) was given a spec that cannot
+	// work; the message names the field.
+	ErrInvalidSpec = errors.New("invalid spec")
 	// ErrToolNotFound: the qualified tool name is not in the published View.
-	ErrToolNotFound = errors.New("mcpfleet: tool not found")
+	ErrToolNotFound = errors.New("tool not found")
 	// ErrTooManyTimeouts is the cause recorded when consecutive call
 	// timeouts made the manager give up on a connection.
-	ErrTooManyTimeouts = errors.New("mcpfleet: too many consecutive timeouts")
+	ErrTooManyTimeouts = errors.New("too many consecutive timeouts")
 )
 
+// ServerError is the error of every per-server failure a Manager method
+// returns, in the manner of os.PathError: which server, what was being
+// done, and why. Err wraps one of the package's sentinels (or, for a call
+// whose caller gave up, the caller's context error), so errors.Is and
+// errors.As see through it:
+//
+//	mcpfleet: server "github": call tool create_issue: outcome unknown: ...
+type ServerError struct {
+	Server string
+	Op     string // "call tool create_issue", "enable", "wait for Connected", ...
+	Err    error
+}
+
+func (e *ServerError) Error() string {
+	var b strings.Builder
+	b.WriteString("mcpfleet: server ")
+	b.WriteString(strconv.Quote(e.Server))
+	if e.Op != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Op)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		// One prefix: errors of mcpfleet's transports inside the chain
+		// lose theirs ("dial: stdio: ...", not "dial: mcpfleet: stdio: ...").
+		b.WriteString(unprefixed.Replace(e.Err.Error()))
+	}
+	return b.String()
+}
+
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// causeError is a cause the Manager records or reports (a dial that
+// failed, a connection lost), made of a transport's error: its message
+// drops the transport's "mcpfleet: " prefix, as it is never the outermost.
+type causeError struct {
+	what string
+	err  error
+}
+
+func wrapCause(what string, err error) error { return &causeError{what, err} }
+
+func (e *causeError) Error() string {
+	return e.what + ": " + strings.TrimPrefix(unprefixed.Replace(e.err.Error()), "mcpfleet: ")
+}
+
+func (e *causeError) Unwrap() error { return e.err }
+
+// unprefixed drops the prefix of errors nested in a ServerError's chain, or
+// joined in it line by line.
+var unprefixed = strings.NewReplacer(": mcpfleet: ", ": ", "\nmcpfleet: ", "\n")
+
+// withOp names the operation of a per-server error: it fills in the Op of a
+// *ServerError made below the public method (which knows the operation),
+// and wraps any other error but the caller's bare context error. nil stays
+// nil.
+func withOp(op, server string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if se, ok := err.(*ServerError); ok {
+		if se.Op == "" {
+			se.Op = op // made for this call alone: nobody else holds it
+		}
+		return err
+	}
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return err
+	}
+	return &ServerError{Server: server, Op: op, Err: err}
+}
+
 // UnavailableError reports a call that waited for a server to become
-// Connected and gave up. errors.Is(err, ErrUnavailable) is true, and so is
+// Connected and gave up. It comes inside a *ServerError, which names the
+// server in the message; its own message does not. errors.Is(err, ErrUnavailable) is true, and so is
 // errors.Is(err, cause) for the last cause of failure.
 type UnavailableError struct {
 	Server     string
@@ -54,8 +135,8 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	msg := fmt.Sprintf("mcpfleet: server %q unavailable: %s (generation %d, attempt %d",
-		e.Server, e.State, e.Generation, e.Attempt)
+	msg := fmt.Sprintf("unavailable: %s (generation %d, attempt %d",
+		e.State, e.Generation, e.Attempt)
 	if !e.NextRetry.IsZero() {
 		msg += ", next retry " + e.NextRetry.Format(time.RFC3339Nano)
 	}
@@ -74,10 +155,12 @@ func (e *UnavailableError) Unwrap() []error {
 	return []error{ErrUnavailable, e.Cause}
 }
 
-// serverError wraps a sentinel with the server's name and an optional cause.
+// serverError is a *ServerError of sentinel and an optional cause; the
+// public method fills in its Op (withOp).
 func serverError(sentinel error, server string, cause error) error {
+	err := sentinel
 	if cause != nil {
-		return fmt.Errorf("%w: server %q: %w", sentinel, server, cause)
+		err = fmt.Errorf("%w: %w", sentinel, cause)
 	}
-	return fmt.Errorf("%w: server %q", sentinel, server)
+	return &ServerError{Server: server, Err: err}
 }

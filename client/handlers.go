@@ -144,7 +144,7 @@ func (m *Manager) SetRoots(ctx context.Context, roots []mcp.Root) error {
 			defer stop()
 			if err := l.client.RootListChanges(sctx); err != nil && l.ctx.Err() == nil {
 				emu.Lock()
-				errs = append(errs, fmt.Errorf("mcpfleet: server %q: %w", l.slot.name, err))
+				errs = append(errs, &ServerError{Server: l.slot.name, Op: "notify roots changed", Err: err})
 				emu.Unlock()
 			}
 		})

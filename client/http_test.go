@@ -329,6 +329,9 @@ func TestHTTPRestartUnnoticed(t *testing.T) {
 				if st := mustHTTPStatus(t, m); st.Generation != 1 || st.State != lifecycle.Connected {
 					t.Errorf("%v generation %d, want Connected generation 1: nothing to replace", st.State, st.Generation)
 				}
+				// Events arrive asynchronously: wait for the two, then see
+				// that nothing came after them.
+				rec.waitStates(t, "s", "Connecting", "Connected")
 				if got := states(rec.snapshot(), "s"); len(got) != 2 {
 					t.Errorf("states %v, want Connecting, Connected only", got)
 				}

@@ -101,7 +101,7 @@ func (m *Manager) closeConn(c Conn) {
 func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]Conn) (*lease, error) {
 	conn, err := s.config().spec.dialer(&m.opts, legacy)(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dial: %w", err)
+		return nil, wrapCause("dial", err)
 	}
 	l := &lease{slot: s, conn: conn, kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
@@ -344,7 +344,7 @@ func explain(c Conn, err error) error {
 // connLost is the cause recorded when a Conn's Done channel closed.
 func connLost(c Conn) error {
 	if err := c.Err(); err != nil {
-		return fmt.Errorf("connection lost: %w", err)
+		return wrapCause("connection lost", err)
 	}
 	return fmt.Errorf("connection lost: %w", errConnDone)
 }

@@ -23,7 +23,8 @@ type LogMessage struct {
 // 2026-07-28 protocol mcp-go sends the level in the _meta of each request
 // rather than with logging/setLevel. Like a call, SetLevel waits for a
 // server that is connecting; if it fails the level is still remembered.
-func (m *Manager) SetLevel(ctx context.Context, server string, level mcp.LoggingLevel) error {
+func (m *Manager) SetLevel(ctx context.Context, server string, level mcp.LoggingLevel) (err error) {
+	defer func() { err = withOp("set level", server, err) }()
 	s, err := m.slot(server)
 	if err != nil {
 		return err

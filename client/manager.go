@@ -82,7 +82,7 @@ func New(opts ...Option) *Manager {
 // Add adds a server under name and, unless the spec says Disabled or Lazy,
 // starts connecting it. It does not wait for the connection: use WaitFor.
 func (m *Manager) Add(ctx context.Context, name string, spec ServerSpec) error {
-	return m.add(ctx, name, spec, "")
+	return withOp("add", name, m.add(ctx, name, spec, ""))
 }
 
 // add adds a slot; configKey is non-empty for a slot that Apply manages.
@@ -91,7 +91,7 @@ func (m *Manager) add(ctx context.Context, name string, spec ServerSpec, configK
 		return fmt.Errorf("mcpfleet: add: server name is empty")
 	}
 	if err := spec.Validate(); err != nil {
-		return fmt.Errorf("mcpfleet: server %q: %w", name, err)
+		return &ServerError{Server: name, Err: fmt.Errorf("%w: %w", ErrInvalidSpec, err)}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -118,7 +118,8 @@ func (m *Manager) add(ctx context.Context, name string, spec ServerSpec, configK
 // for the drain timeout), unpublishes its catalog and forgets it. Until it
 // returns the name stays taken (the server is Closed): an Add of the same
 // name fails with ErrDuplicateServer, and Close waits for the runtime.
-func (m *Manager) Remove(ctx context.Context, name string) error {
+func (m *Manager) Remove(ctx context.Context, name string) (err error) {
+	defer func() { err = withOp("remove", name, err) }()
 	s, err := m.slot(name)
 	if err != nil {
 		return err
@@ -142,9 +143,9 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 func (m *Manager) Enable(ctx context.Context, name string) error {
 	s, err := m.slot(name)
 	if err != nil {
-		return err
+		return withOp("enable", name, err)
 	}
-	return s.enable(ctx)
+	return withOp("enable", name, s.enable(ctx))
 }
 
 // Disable switches a server off. It returns once the old runtime is closed:
@@ -153,9 +154,9 @@ func (m *Manager) Enable(ctx context.Context, name string) error {
 func (m *Manager) Disable(ctx context.Context, name string) error {
 	s, err := m.slot(name)
 	if err != nil {
-		return err
+		return withOp("disable", name, err)
 	}
-	return s.disable(ctx)
+	return withOp("disable", name, s.disable(ctx))
 }
 
 // Reconnect replaces the server's runtime with a new one, with a fresh
@@ -164,9 +165,9 @@ func (m *Manager) Disable(ctx context.Context, name string) error {
 func (m *Manager) Reconnect(ctx context.Context, name string) error {
 	s, err := m.slot(name)
 	if err != nil {
-		return err
+		return withOp("reconnect", name, err)
 	}
-	return s.reconnect(ctx)
+	return withOp("reconnect", name, s.reconnect(ctx))
 }
 
 // View returns the aggregated catalog of every published server. It never
@@ -223,7 +224,7 @@ func (m *Manager) Watch(buffer int) (statuses []ServerStatus, seq uint64, events
 func (m *Manager) Status(name string) (ServerStatus, error) {
 	s, err := m.slot(name)
 	if err != nil {
-		return ServerStatus{}, err
+		return ServerStatus{}, withOp("status", name, err)
 	}
 	return s.status(), nil
 }
@@ -248,9 +249,10 @@ func (m *Manager) Statuses() []ServerStatus {
 // an error wrapping ErrClosed if the server is closed while waiting for
 // another state.
 func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State) error {
+	op := "wait for " + want.String()
 	s, err := m.slot(name)
 	if err != nil {
-		return err
+		return withOp(op, name, err)
 	}
 	for {
 		s.mu.Lock()
@@ -260,12 +262,12 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 			return nil
 		}
 		if state == lifecycle.Closed {
-			return serverError(ErrClosed, name, nil)
+			return withOp(op, name, serverError(ErrClosed, name, nil))
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("mcpfleet: server %q: waiting for %s, still %s: %w", name, want, state, ctx.Err())
+			return &ServerError{Server: name, Op: op, Err: fmt.Errorf("still %s: %w", state, ctx.Err())}
 		}
 	}
 }

@@ -43,13 +43,13 @@ func (s ServerSpec) Validate() error {
 	if s.Stdio != nil {
 		ways++
 		if err := s.Stdio.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("stdio: %w", err))
+			errs = append(errs, err) // named by its package: "mcpfleet: stdio: spec: ..."
 		}
 	}
 	if s.HTTP != nil {
 		ways++
 		if err := s.HTTP.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("http: %w", err))
+			errs = append(errs, err)
 		}
 	}
 	if s.Dialer != nil {
@@ -57,17 +57,17 @@ func (s ServerSpec) Validate() error {
 	}
 	switch ways {
 	case 0:
-		errs = append(errs, errors.New("transport: no way to reach the server: set one of stdio, http or dialer"))
+		errs = append(errs, errors.New("mcpfleet: spec: transport: no way to reach the server: set one of stdio, http or dialer"))
 	case 1:
 	default:
-		errs = append(errs, errors.New("transport: more than one of stdio, http and dialer is set"))
+		errs = append(errs, errors.New("mcpfleet: spec: transport: more than one of stdio, http and dialer is set"))
 	}
 	if s.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("timeout: must not be negative, got %v", s.Timeout))
+		errs = append(errs, fmt.Errorf("mcpfleet: spec: timeout: must not be negative, got %v", s.Timeout))
 	}
 	if s.Reconnect != nil {
 		if err := s.Reconnect.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("reconnect: %w", err))
+			errs = append(errs, fmt.Errorf("mcpfleet: spec: reconnect: %w", err))
 		}
 	}
 	return errors.Join(errs...)

@@ -26,7 +26,8 @@ import (
 // SubscribeResource returns once the server accepted it (see
 // transport/http's Conn.SubscribeResource). A server that does not declare
 // resources.subscribe refuses it there.
-func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
+func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) (err error) {
+	defer func() { err = withOp("subscribe "+uri, server, err) }()
 	s, err := m.slot(server)
 	if err != nil {
 		return err
@@ -58,7 +59,8 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) err
 // UnsubscribeResource ends a subscription made with SubscribeResource: it
 // is forgotten at once, and the current runtime, if any, is told (on
 // 2026-07-28 over HTTP its stream is re-opened without uri).
-func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) error {
+func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) (err error) {
+	defer func() { err = withOp("unsubscribe "+uri, server, err) }()
 	s, err := m.slot(server)
 	if err != nil {
 		return err
@@ -119,7 +121,7 @@ func (s *slot) relisten(ctx context.Context, c *mcpclient.Client, uri string, su
 func (m *Manager) Subscriptions(server string) ([]string, error) {
 	s, err := m.slot(server)
 	if err != nil {
-		return nil, err
+		return nil, withOp("subscriptions", server, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -37,7 +37,7 @@ func TestDemo(t *testing.T) {
 		"search  Connected -> Reconnecting (generation 1)",
 		"search  Reconnecting -> Connected (generation 2)",
 		`call search__lookup: search (pid`,
-		"call notes/lookup: error: mcpfleet: server disabled",
+		`call notes/lookup: error: mcpfleet: server "notes": call tool lookup: server disabled`,
 		"notes   Disabling -> Disabled",
 		`call notes__lookup: notes (pid`,
 		"files   Connected -> Closed (generation 2)",

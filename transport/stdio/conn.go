@@ -88,7 +88,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		opt(&o)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("stdio: dial %s: %w", spec.Command, err)
+		return nil, fmt.Errorf("mcpfleet: stdio: dial %s: %w", spec.Command, err)
 	}
 	path, err := resolve(spec)
 	if err != nil {
@@ -102,7 +102,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	for i := 0; i < len(pipes); i += 2 {
 		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
 			closeFiles(pipes[:]...)
-			return nil, fmt.Errorf("stdio: dial %s: pipe: %w", spec.Command, err)
+			return nil, fmt.Errorf("mcpfleet: stdio: dial %s: pipe: %w", spec.Command, err)
 		}
 	}
 	stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
@@ -131,7 +131,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		closeFiles(stdinW, stdoutR, stderrR)
-		return nil, fmt.Errorf("stdio: start %s: %w", spec, err)
+		return nil, fmt.Errorf("mcpfleet: stdio: start %s: %w", spec, err)
 	}
 
 	c := &Conn{
@@ -167,7 +167,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		// process must not survive the failed Dial.
 		c.forceOnce.Do(func() { close(c.force) })
 		_ = c.Close(context.Background())
-		return nil, fmt.Errorf("stdio: dial %s: %w", spec.Command, err)
+		return nil, fmt.Errorf("mcpfleet: stdio: dial %s: %w", spec.Command, err)
 	}
 	return c, nil
 }
@@ -234,7 +234,7 @@ func (c *Conn) Close(ctx context.Context) error {
 	case <-c.closed:
 		return c.closeErr
 	default:
-		return fmt.Errorf("stdio: close pid %d: %w (sent %s, reaping in the background)", c.pid, ctx.Err(), killName)
+		return fmt.Errorf("mcpfleet: stdio: close pid %d: %w (sent %s, reaping in the background)", c.pid, ctx.Err(), killName)
 	}
 }
 
@@ -259,7 +259,7 @@ func (c *Conn) teardown() {
 		select {
 		case <-c.done:
 		case <-t.C:
-			err = fmt.Errorf("stdio: close pid %d: still not reaped %v after %s", c.pid, c.opts.killTimeout, killName)
+			err = fmt.Errorf("mcpfleet: stdio: close pid %d: still not reaped %v after %s", c.pid, c.opts.killTimeout, killName)
 		}
 		t.Stop()
 	}
@@ -430,7 +430,7 @@ func startError(spec Spec, path string, err error) error {
 	case errors.Is(err, fs.ErrPermission), isExecFormatError(err):
 		return fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
 	}
-	return fmt.Errorf("stdio: start %s: %w", spec, err)
+	return fmt.Errorf("mcpfleet: stdio: start %s: %w", spec, err)
 }
 
 func closeFiles(files ...*os.File) {

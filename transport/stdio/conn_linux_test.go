@@ -61,7 +61,7 @@ func TestKilledFromOutside(t *testing.T) {
 		t.Fatal("pending call still blocked after the child died")
 	}
 	err := c.Err()
-	if !strings.HasPrefix(err.Error(), "stdio: process killed by signal SIGKILL") {
+	if !strings.HasPrefix(err.Error(), "mcpfleet: stdio: process killed by signal SIGKILL") {
 		t.Errorf("Err() = %q", err)
 	}
 	if !errors.Is(err, ErrExited) || errors.Is(err, ErrClosed) {

@@ -12,18 +12,18 @@ import (
 var (
 	// ErrCommandNotFound: the command is not in $PATH or its path does not
 	// exist.
-	ErrCommandNotFound = errors.New("stdio: command not found")
+	ErrCommandNotFound = errors.New("mcpfleet: stdio: command not found")
 	// ErrNotExecutable: the command exists but cannot be executed (no
 	// execute permission, a directory, not a binary or script).
-	ErrNotExecutable = errors.New("stdio: command not executable")
+	ErrNotExecutable = errors.New("mcpfleet: stdio: command not executable")
 	// ErrDirNotFound: the working directory does not exist or is not a
 	// directory.
-	ErrDirNotFound = errors.New("stdio: working directory not found")
+	ErrDirNotFound = errors.New("mcpfleet: stdio: working directory not found")
 	// ErrExited is matched by every error Err returns: the process is gone.
-	ErrExited = errors.New("stdio: process exited")
+	ErrExited = errors.New("mcpfleet: stdio: process exited")
 	// ErrClosed is matched by Err when the process ended because Close was
 	// called, so a deliberate teardown is not mistaken for a crash.
-	ErrClosed = errors.New("stdio: closed")
+	ErrClosed = errors.New("mcpfleet: stdio: closed")
 )
 
 // errTailLines and errTailBytes bound the stderr quoted in an ExitError's
@@ -53,9 +53,9 @@ type ExitError struct {
 func (e *ExitError) Error() string {
 	var b strings.Builder
 	if e.Closed {
-		b.WriteString("stdio: closed: ")
+		b.WriteString("mcpfleet: stdio: closed: ")
 	} else {
-		b.WriteString("stdio: ")
+		b.WriteString("mcpfleet: stdio: ")
 	}
 	if e.Signal != 0 {
 		fmt.Fprintf(&b, "process killed by signal %s", signalName(e.Signal))

@@ -50,7 +50,7 @@ func TestFaults(t *testing.T) {
 		name: "exit at start", mode: faultserver.ModeExitAtStart, calls: 1,
 		want: []string{"dialed", "init-failed:transport-closed", "exited:exit 3", "closed"},
 		check: func(t *testing.T, c *Conn) {
-			want := "stdio: process exited: exit status 3; stderr: "
+			want := "mcpfleet: stdio: process exited: exit status 3; stderr: "
 			if err := c.Err(); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), faultserver.ExitAtStartLine) {
 				t.Errorf("Err() = %q, want it to contain %q and %q", err, want, faultserver.ExitAtStartLine)
 			}
