@@ -34,7 +34,7 @@ type lease struct {
 	timedOut atomic.Bool // a call timed out since the last success
 	// answered is set once the server answered a request after the
 	// handshake: the connection was healthy, so its loss is not part of a
-	// crash loop (see lifecycle.Budget).
+	// crash loop (see machine.Budget).
 	answered atomic.Bool
 	// active is set when a call ends; the idle probe clears it, and probes
 	// only when it was already clear.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/fakeclock"
+	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -366,7 +367,7 @@ func TestEventsAreOrderedAndLegal(t *testing.T) {
 		if e.Kind != EventState {
 			continue
 		}
-		if e.From != prev || !lifecycle.CanTransition(e.From, e.To) {
+		if e.From != prev || !machine.CanTransition(e.From, e.To) {
 			t.Fatalf("event %d: %v -> %v after %v", e.Seq, e.From, e.To, prev)
 		}
 		prev = e.To

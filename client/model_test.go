@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -160,7 +161,7 @@ func (md *model) hook(s *slot, from, to lifecycle.State) {
 		bad("a slot's first transition must leave Disabled")
 	}
 	md.last[s] = to
-	if !lifecycle.CanTransition(from, to) {
+	if !machine.CanTransition(from, to) {
 		bad("illegal")
 	}
 	// A reconnect whose catalog is unchanged keeps the View (and the

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -38,8 +39,8 @@ type slot struct {
 	gen        uint64        // the last generation issued; only grows
 	lease      *lease        // the live runtime, only while Connected
 	run        *runner       // the connect loop in progress, if any
-	budget     *lifecycle.Budget
-	health     lifecycle.Health
+	budget     *machine.Budget
+	health     machine.Health
 	lastErr    error
 	catalogErr error
 	// lastStderr holds the stderr lines of the last runtime or failed dial,
@@ -92,12 +93,12 @@ func newSlotConfig(m *Manager, spec ServerSpec, key string) *slotConfig {
 
 // budgetFor returns a fresh reconnect budget under spec's policy, or the
 // manager's.
-func (m *Manager) budgetFor(spec ServerSpec) *lifecycle.Budget {
+func (m *Manager) budgetFor(spec ServerSpec) *machine.Budget {
 	policy := m.opts.policy
 	if spec.Reconnect != nil {
 		policy = *spec.Reconnect
 	}
-	return lifecycle.NewBudget(policy, m.opts.clock)
+	return machine.NewBudget(policy, m.opts.clock)
 }
 
 func newSlot(m *Manager, name string, spec ServerSpec, key string) *slot {
@@ -123,7 +124,7 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	if from == to {
 		return true
 	}
-	if err := lifecycle.Check(from, to); err != nil {
+	if err := machine.Check(from, to); err != nil {
 		s.m.bug(s.name, err)
 		return false
 	}

@@ -125,3 +125,7 @@ func (p Policy) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DefaultTimeoutThreshold is how many calls in a row that time out make a
+// connection count as dead.
+const DefaultTimeoutThreshold = 3

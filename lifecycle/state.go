@@ -1,6 +1,9 @@
-// Package lifecycle holds the pieces of a server slot's life that need no I/O:
-// the State type and its one transition table, the reconnect Policy and
-// Budget, and Health keyed by generation.
+// Package lifecycle holds what a host reads or sets about a server slot's
+// life: the State it is in (DESIGN.md's state table says what calls and the
+// catalog do in each), the reconnect Policy, and the Clock the manager's
+// waits use. The machinery that applies them (the transition table, the
+// reconnect budget, call health) is the manager's own and lives in
+// internal/machine.
 package lifecycle
 
 import (
@@ -95,3 +98,17 @@ func (s *State) UnmarshalText(b []byte) error {
 	*s = v
 	return nil
 }
+
+// Accepting reports whether calls may wait in state s for the slot to become
+// Connected (true), rather than failing fast.
+func (s State) Accepting() bool {
+	switch s {
+	case Disconnected, Connecting, Connected, Reconnecting:
+		return true
+	}
+	return false
+}
+
+// Publishes reports whether a slot in state s keeps its catalog published.
+// Disabled, disabling, permanently failed and closed slots publish nothing.
+func (s State) Publishes() bool { return s.Accepting() }

@@ -1,17 +1,17 @@
-package lifecycle_test
+package machine_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/fakeclock"
+	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
 func TestBudgetScheduleGrowsAndIsCapped(t *testing.T) {
 	clock := fakeclock.New(time.Unix(0, 0))
-	b := lifecycle.NewBudget(lifecycle.Policy{
+	b := machine.NewBudget(lifecycle.Policy{
 		InitialInterval: 100 * time.Millisecond,
 		MaxInterval:     1 * time.Second,
 		Multiplier:      2,
@@ -35,7 +35,7 @@ func TestBudgetScheduleGrowsAndIsCapped(t *testing.T) {
 }
 
 func TestBudgetJitterStaysInBounds(t *testing.T) {
-	b := lifecycle.NewBudget(lifecycle.Policy{
+	b := machine.NewBudget(lifecycle.Policy{
 		InitialInterval: time.Second, MaxInterval: time.Second, Jitter: 0.5, MaxAttempts: -1,
 	}, fakeclock.New(time.Unix(0, 0)))
 	distinct := map[time.Duration]bool{}
@@ -55,7 +55,7 @@ func TestBudgetJitterStaysInBounds(t *testing.T) {
 }
 
 func TestBudgetForever(t *testing.T) {
-	b := lifecycle.NewBudget(lifecycle.Policy{MaxAttempts: -1, Jitter: -1}, fakeclock.New(time.Unix(0, 0)))
+	b := machine.NewBudget(lifecycle.Policy{MaxAttempts: -1, Jitter: -1}, fakeclock.New(time.Unix(0, 0)))
 	for i := range 10_000 {
 		if _, ok := b.Failed(); !ok {
 			t.Fatalf("negative MaxAttempts exhausted at attempt %d", i+1)
@@ -65,7 +65,7 @@ func TestBudgetForever(t *testing.T) {
 
 func TestBudgetMaxElapsed(t *testing.T) {
 	clock := fakeclock.New(time.Unix(0, 0))
-	b := lifecycle.NewBudget(lifecycle.Policy{
+	b := machine.NewBudget(lifecycle.Policy{
 		InitialInterval: time.Second, MaxInterval: time.Second, Jitter: -1,
 		MaxAttempts: -1, MaxElapsed: 5 * time.Second,
 	}, clock)
@@ -91,7 +91,7 @@ func TestBudgetMaxElapsed(t *testing.T) {
 func TestBudgetDialSuccessResetsOnlyOnceHealthy(t *testing.T) {
 	clock := fakeclock.New(time.Unix(0, 0))
 	p := lifecycle.Policy{MaxAttempts: 3, Jitter: -1, StableAfter: 10 * time.Second}
-	b := lifecycle.NewBudget(p, clock)
+	b := machine.NewBudget(p, clock)
 
 	// A server that dies right after every connect spends one budget.
 	b.Connected()
@@ -107,7 +107,7 @@ func TestBudgetDialSuccessResetsOnlyOnceHealthy(t *testing.T) {
 	}
 
 	// A connection that answered is healthy at once: a fresh budget.
-	b = lifecycle.NewBudget(p, clock)
+	b = machine.NewBudget(p, clock)
 	b.Failed()
 	b.Failed()
 	b.Connected()
@@ -125,7 +125,7 @@ func TestBudgetDialSuccessResetsOnlyOnceHealthy(t *testing.T) {
 
 func TestBudgetFastRampAfterHealthyLoss(t *testing.T) {
 	clock := fakeclock.New(time.Unix(0, 0))
-	b := lifecycle.NewBudget(lifecycle.Policy{Jitter: -1, MaxAttempts: 2}, clock)
+	b := machine.NewBudget(lifecycle.Policy{Jitter: -1, MaxAttempts: 2}, clock)
 	b.Connected()
 	if wait, ok := b.Lost(true); !ok || wait != 0 {
 		t.Fatalf("healthy loss: wait %v ok %v, want an immediate redial", wait, ok)
@@ -150,7 +150,7 @@ func TestBudgetFastRampAfterHealthyLoss(t *testing.T) {
 func TestBudgetServerThatKeepsComingBack(t *testing.T) {
 	for _, answered := range []bool{true, false} {
 		clock := fakeclock.New(time.Unix(0, 0))
-		b := lifecycle.NewBudget(lifecycle.Policy{}, clock) // the default policy
+		b := machine.NewBudget(lifecycle.Policy{}, clock) // the default policy
 		b.Connected()
 		for i := range 300 {
 			clock.Advance(2 * time.Second)
@@ -169,7 +169,7 @@ func TestBudgetServerThatKeepsComingBack(t *testing.T) {
 func TestBudgetCrashLoop(t *testing.T) {
 	clock := fakeclock.New(time.Unix(0, 0))
 	p := lifecycle.Policy{Jitter: -1} // the default policy, exact
-	b := lifecycle.NewBudget(p, clock)
+	b := machine.NewBudget(p, clock)
 	dials := 1
 	b.Connected()
 	start := clock.Now()
@@ -206,13 +206,13 @@ func TestBudgetCrashLoop(t *testing.T) {
 			t.Fatalf("probe waits %v, want %v", probes, want)
 		}
 	}
-	if _, ok := lifecycle.NewBudget(lifecycle.Policy{ProbeInterval: -1}, clock).ProbeWait(); ok {
+	if _, ok := machine.NewBudget(lifecycle.Policy{ProbeInterval: -1}, clock).ProbeWait(); ok {
 		t.Fatal("a negative ProbeInterval did not turn the probe off")
 	}
 }
 
 func TestBudgetReset(t *testing.T) {
-	b := lifecycle.NewBudget(lifecycle.Policy{MaxAttempts: 1, Jitter: -1}, nil)
+	b := machine.NewBudget(lifecycle.Policy{MaxAttempts: 1, Jitter: -1}, nil)
 	b.Failed()
 	if _, ok := b.Failed(); ok {
 		t.Fatal("not exhausted")
@@ -223,34 +223,8 @@ func TestBudgetReset(t *testing.T) {
 	}
 }
 
-func TestPolicyDefaultsAndValidate(t *testing.T) {
-	d := lifecycle.Policy{}.WithDefaults()
-	if d.InitialInterval != lifecycle.DefaultInitialInterval || d.MaxAttempts != lifecycle.DefaultMaxAttempts ||
-		d.ProbeInterval != lifecycle.DefaultProbeInterval || d.StableAfter != lifecycle.DefaultStableAfter {
-		t.Fatalf("defaults not applied: %+v", d)
-	}
-	for _, tc := range []struct {
-		p     lifecycle.Policy
-		field string
-	}{
-		{lifecycle.Policy{InitialInterval: -1}, "initialInterval"},
-		{lifecycle.Policy{InitialInterval: 2 * time.Second, MaxInterval: time.Second}, "maxInterval"},
-		{lifecycle.Policy{Multiplier: 0.5}, "multiplier"},
-		{lifecycle.Policy{Jitter: 1}, "jitter"},
-		{lifecycle.Policy{MaxElapsed: -1}, "maxElapsed"},
-	} {
-		err := tc.p.Validate()
-		if err == nil || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("Validate(%+v) = %v, want an error naming %q", tc.p, err, tc.field)
-		}
-	}
-	if err := (lifecycle.Policy{}).Validate(); err != nil {
-		t.Errorf("zero policy invalid: %v", err)
-	}
-}
-
 func TestHealthIgnoresOtherGenerations(t *testing.T) {
-	var h lifecycle.Health
+	var h machine.Health
 	h.Reset(2)
 	now := time.Unix(100, 0)
 	if h.Timeout(1, nil) || h.ConsecutiveTimeouts() != 0 {
@@ -272,7 +246,7 @@ func TestHealthIgnoresOtherGenerations(t *testing.T) {
 
 func TestBudgetLost(t *testing.T) {
 	clock := fakeclock.New(time.Unix(0, 0))
-	b := lifecycle.NewBudget(lifecycle.Policy{MaxAttempts: 3, Jitter: -1, StableAfter: time.Minute}, clock)
+	b := machine.NewBudget(lifecycle.Policy{MaxAttempts: 3, Jitter: -1, StableAfter: time.Minute}, clock)
 
 	// The first loss of a fresh budget redials at once, healthy or not.
 	b.Connected()

@@ -1,9 +1,10 @@
-package lifecycle_test
+package machine_test
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -42,10 +43,10 @@ func TestTransitionTable(t *testing.T) {
 			name := from.String() + "->" + to.String()
 			want := wantLegal[[2]lifecycle.State{from, to}]
 			t.Run(name, func(t *testing.T) {
-				if got := lifecycle.CanTransition(from, to); got != want {
+				if got := machine.CanTransition(from, to); got != want {
 					t.Fatalf("CanTransition = %v, want %v", got, want)
 				}
-				err := lifecycle.Check(from, to)
+				err := machine.Check(from, to)
 				switch {
 				case from == to:
 					if err != nil {
@@ -54,7 +55,7 @@ func TestTransitionTable(t *testing.T) {
 				case want && err != nil:
 					t.Fatalf("Check = %v, want nil", err)
 				case !want:
-					var te *lifecycle.TransitionError
+					var te *machine.TransitionError
 					if !errors.As(err, &te) || te.From != from || te.To != to {
 						t.Fatalf("Check = %v, want *TransitionError{%v, %v}", err, from, to)
 					}
@@ -66,12 +67,12 @@ func TestTransitionTable(t *testing.T) {
 
 func TestClosedIsTerminal(t *testing.T) {
 	for _, to := range lifecycle.States() {
-		if lifecycle.CanTransition(lifecycle.Closed, to) {
+		if machine.CanTransition(lifecycle.Closed, to) {
 			t.Errorf("Closed -> %v is legal; Closed must be terminal", to)
 		}
 	}
 	for _, from := range lifecycle.States() {
-		if from != lifecycle.Closed && !lifecycle.CanTransition(from, lifecycle.Closed) {
+		if from != lifecycle.Closed && !machine.CanTransition(from, lifecycle.Closed) {
 			t.Errorf("%v -> Closed is illegal; every state must be closable", from)
 		}
 	}
@@ -82,34 +83,13 @@ func TestInvalidStates(t *testing.T) {
 	if got := bad.String(); got != "State(42)" {
 		t.Errorf("String = %q", got)
 	}
-	if lifecycle.CanTransition(bad, lifecycle.Connected) || lifecycle.CanTransition(lifecycle.Connected, bad) {
+	if machine.CanTransition(bad, lifecycle.Connected) || machine.CanTransition(lifecycle.Connected, bad) {
 		t.Error("transition with an invalid state reported legal")
 	}
-	if err := lifecycle.Check(bad, bad); err == nil {
+	if err := machine.Check(bad, bad); err == nil {
 		t.Error("Check(invalid, invalid) = nil")
 	}
 	if _, err := bad.MarshalText(); err == nil {
 		t.Error("MarshalText of an invalid state succeeded")
-	}
-}
-
-func TestStateNamesRoundTrip(t *testing.T) {
-	seen := map[string]bool{}
-	for _, s := range lifecycle.States() {
-		b, err := s.MarshalText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seen[string(b)] {
-			t.Fatalf("duplicate name %q", b)
-		}
-		seen[string(b)] = true
-		var back lifecycle.State
-		if err := back.UnmarshalText(b); err != nil || back != s {
-			t.Fatalf("round trip of %v = %v, %v", s, back, err)
-		}
-	}
-	if _, err := lifecycle.ParseState("Connectd"); err == nil {
-		t.Fatal("ParseState accepted a misspelling")
 	}
 }

@@ -1,14 +1,15 @@
-package lifecycle_test
+package machine_test
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
 func ExampleBudget() {
-	b := lifecycle.NewBudget(lifecycle.Policy{
+	b := machine.NewBudget(lifecycle.Policy{
 		InitialInterval: time.Second,
 		MaxInterval:     4 * time.Second,
 		Jitter:          -1, // no jitter, so the output is stable

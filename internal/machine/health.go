@@ -1,17 +1,17 @@
-package lifecycle
+package machine
 
-import "time"
+import (
+	"time"
 
-// DefaultTimeoutThreshold is how many calls in a row that time out make a
-// connection count as dead.
-const DefaultTimeoutThreshold = 3
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
 
 // Health tracks call outcomes of one runtime generation. Outcomes of any
 // other generation are ignored, so a late timeout from a dead connection
 // can never count against its replacement. Not safe for concurrent use.
 type Health struct {
 	// Threshold is the number of consecutive timeouts that trips it;
-	// zero means DefaultTimeoutThreshold.
+	// zero means lifecycle.DefaultTimeoutThreshold.
 	Threshold int
 
 	generation  uint64
@@ -53,7 +53,7 @@ func (h *Health) Timeout(gen uint64, err error) (tripped bool) {
 	h.lastFailure = err
 	t := h.Threshold
 	if t <= 0 {
-		t = DefaultTimeoutThreshold
+		t = lifecycle.DefaultTimeoutThreshold
 	}
 	return h.timeouts >= t
 }

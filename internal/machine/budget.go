@@ -1,23 +1,25 @@
-package lifecycle
+package machine
 
 import (
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 )
 
-// Budget schedules the reconnects of one slot under a Policy. It is not safe
+// Budget schedules the reconnects of one slot under a lifecycle.Policy. It is not safe
 // for concurrent use; the slot guards it with its own lock.
 //
 // The budget tells a crash loop from a server that keeps coming back, by how
 // each connection ended:
 //
 //   - A connection is healthy once it answered a request after its
-//     handshake, or stayed up for Policy.StableAfter. Its loss is an ordinary
+//     handshake, or stayed up for lifecycle.Policy.StableAfter. Its loss is an ordinary
 //     event in a server's life (a restart, a deploy, a kill from outside):
 //     it starts a fresh budget, redials at once, and if the server is still
-//     down, retries on a fast ramp (Policy.FastInterval, doubling, up to
-//     Policy.InitialInterval) before the normal backoff. Ramp dials do not
+//     down, retries on a fast ramp (lifecycle.Policy.FastInterval, doubling, up to
+//     lifecycle.Policy.InitialInterval) before the normal backoff. Ramp dials do not
 //     spend the budget, so a server that comes back after every loss never
 //     reaches PermanentlyFailed, and a quick restart is found in
 //     milliseconds.
@@ -32,10 +34,10 @@ import (
 // at the initial interval for ever. In PermanentlyFailed the slow probe
 // follows its own backoff, from MaxInterval growing to ProbeInterval.
 type Budget struct {
-	policy Policy
-	clock  Clock
+	policy lifecycle.Policy
+	clock  lifecycle.Clock
 	bo     *backoff.ExponentialBackOff // the normal schedule
-	probe  *backoff.ExponentialBackOff // PermanentlyFailed's slow probe
+	probe  *backoff.ExponentialBackOff // lifecycle.PermanentlyFailed's slow probe
 
 	attempts    int           // failures in this outage, ramp included
 	spent       int           // of those, the ones that spend MaxAttempts
@@ -45,9 +47,9 @@ type Budget struct {
 }
 
 // NewBudget returns a fresh budget. A nil clock means the system clock.
-func NewBudget(p Policy, clock Clock) *Budget {
+func NewBudget(p lifecycle.Policy, clock lifecycle.Clock) *Budget {
 	if clock == nil {
-		clock = SystemClock{}
+		clock = lifecycle.SystemClock{}
 	}
 	p = p.WithDefaults()
 	b := &Budget{
@@ -77,8 +79,8 @@ func NewBudget(p Policy, clock Clock) *Budget {
 	return b
 }
 
-// Policy returns the policy in force, defaults filled in.
-func (b *Budget) Policy() Policy { return b.policy }
+// lifecycle.Policy returns the policy in force, defaults filled in.
+func (b *Budget) Policy() lifecycle.Policy { return b.policy }
 
 // Attempts returns the failures counted in the current outage (failed dials
 // and connections lost before they were healthy), ramp dials included.
