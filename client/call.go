@@ -12,8 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
-	"github.com/mcpfleet/mcpfleet/snapshot"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
@@ -103,7 +103,7 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 func (m *Manager) catalogless(qualifiedTool string) *slot {
 	sep := m.opts.naming.Separator
 	if sep == "" {
-		sep = snapshot.DefaultSeparator
+		sep = catalog.DefaultSeparator
 	}
 	v := m.pub.View()
 	m.mu.RLock()

@@ -113,7 +113,7 @@ func mustCall(ctx context.Context, t *testing.T, m *Manager, tool string, args a
 func toolNames(m *Manager) []string {
 	c, _ := m.View().Catalog("s")
 	var names []string
-	for _, tl := range c.Tools {
+	for _, tl := range c.Tools() {
 		names = append(names, tl.Name)
 	}
 	return names

@@ -31,7 +31,7 @@ func Example() {
 	if err := m.WaitFor(ctx, "greeter", lifecycle.Connected); err != nil {
 		panic(err)
 	}
-	for _, t := range m.View().Tools() {
+	for t := range m.View().Tools() {
 		fmt.Println("tool:", t.Qualified)
 	}
 	res, err := m.Call(ctx, "greeter__greet", map[string]any{"name": "fleet"})

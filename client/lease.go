@@ -11,7 +11,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpfleet/mcpfleet/snapshot"
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
@@ -27,7 +27,7 @@ type lease struct {
 	cancel      context.CancelFunc
 	protocol    string
 	connectedAt time.Time
-	catalog     *snapshot.Catalog // the catalog fetched at dial; sealed at install
+	catalog     *catalog.Catalog // the catalog fetched at dial; sealed at install
 
 	calls    sync.WaitGroup // calls in flight; Disable drains them
 	inflight atomic.Int64
@@ -157,7 +157,7 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	// Ready opens the stream whose filter carries the subscriptions).
 	m.restoreLevel(ctx, s, c)
 	m.resubscribe(ctx, s, c)
-	cat := &snapshot.Catalog{
+	cat := &catalog.Catalog{
 		Server:       s.name,
 		ServerInfo:   init.ServerInfo,
 		Capabilities: init.Capabilities,
@@ -179,7 +179,7 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 
 // fetchLists fetches the lists named by which, every page, into cat. A list
 // whose capability the server did not declare is left empty.
-func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabilities, which uint32, cat *snapshot.Catalog) error {
+func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabilities, which uint32, cat *catalog.Catalog) error {
 	if which&dirtyTools != 0 && caps.Tools != nil {
 		r, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 		if err != nil {
@@ -251,7 +251,7 @@ func (s *slot) refresh(l *lease) {
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, s.m.opts.dialTimeout)
 	defer cancel()
-	var fresh snapshot.Catalog
+	var fresh catalog.Catalog
 	err := fetchLists(ctx, l.client, l.catalog.Capabilities, which, &fresh)
 
 	s.mu.Lock()
@@ -287,7 +287,7 @@ func (s *slot) refresh(l *lease) {
 	s.catalogErr = nil
 	l.markAnswered()
 	if d, ok := s.m.pub.Publish(next, s.config().prefix); ok && !d.Empty() {
-		s.emitLocked(Event{Kind: EventCatalog, Diff: &d})
+		s.emitLocked(catalogEvent(d))
 	}
 }
 

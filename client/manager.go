@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
@@ -23,7 +24,7 @@ type Manager struct {
 	ctx     context.Context // parent of every runner and lease; cancelled by Close
 	cancel  context.CancelFunc
 	bus     *bus
-	pub     *snapshot.Publisher
+	pub     *catalog.Publisher
 	dialSem *semaphore.Weighted
 
 	mu     sync.RWMutex // guards slots and closed
@@ -70,7 +71,7 @@ func New(opts ...Option) *Manager {
 		ctx:       ctx,
 		cancel:    cancel,
 		bus:       newBus(),
-		pub:       snapshot.NewPublisher(o.naming),
+		pub:       catalog.NewPublisher(o.naming),
 		dialSem:   semaphore.NewWeighted(int64(o.maxDials)),
 		slots:     map[string]*slot{},
 		closeDone: make(chan struct{}),
@@ -172,7 +173,7 @@ func (m *Manager) Reconnect(ctx context.Context, name string) error {
 
 // View returns the aggregated catalog of every published server. It never
 // locks and never touches the network.
-func (m *Manager) View() *snapshot.View { return m.pub.View() }
+func (m *Manager) View() *snapshot.View { return (*snapshot.View)(m.pub.View()) }
 
 // Subscribe returns a channel of events, in order, and a function that ends
 // the subscription and closes the channel. The manager never waits for a

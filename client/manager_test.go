@@ -514,7 +514,7 @@ func TestCatalogKeptWhileReconnectingAndListChangedRefresh(t *testing.T) {
 	mustWait(t, m, "s", lifecycle.Reconnecting)
 	waitRetry(t, m, "s")
 	c, ok := m.View().Catalog("s")
-	if !ok || c.Generation != 1 || len(c.Tools) == 0 {
+	if !ok || c.Generation() != 1 || len(c.Tools()) == 0 {
 		t.Fatalf("last good catalog not kept while Reconnecting: %v %v", c, ok)
 	}
 }

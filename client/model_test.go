@@ -389,7 +389,7 @@ func (md *model) check() error {
 		case l != nil:
 			return fmt.Errorf("%s: %v with a lease", name, state)
 		case !state.Publishes() && published:
-			return fmt.Errorf("%s: %v but publishes generation %d", name, state, c.Generation)
+			return fmt.Errorf("%s: %v but publishes generation %d", name, state, c.Generation())
 		}
 	}
 	return nil

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
-	"github.com/mcpfleet/mcpfleet/snapshot"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
@@ -62,7 +62,7 @@ type options struct {
 	maxInFlight      int
 	timeoutThreshold int
 	idleProbe        time.Duration // < 0: off
-	naming           snapshot.Naming
+	naming           catalog.Naming
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option
 	httpOptions      []mcphttp.Option

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"github.com/mcpfleet/mcpfleet/snapshot"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,7 +135,7 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	s.emitLocked(Event{Kind: EventState, From: from, To: to, Err: cause})
 	if from.Publishes() && !to.Publishes() {
 		if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
-			s.emitLocked(Event{Kind: EventCatalog, Diff: &d})
+			s.emitLocked(catalogEvent(d))
 		}
 	}
 	if h := s.m.onTransition; h != nil {
@@ -342,7 +343,7 @@ func (s *slot) installLocked(l *lease) {
 	diff, published := s.m.pub.Publish(l.catalog, s.config().prefix)
 	s.setStateLocked(lifecycle.Connected, nil)
 	if published && !diff.Empty() {
-		s.emitLocked(Event{Kind: EventCatalog, Diff: &diff})
+		s.emitLocked(catalogEvent(diff))
 	}
 	s.m.wg.Add(1)
 	go s.watch(l)
@@ -642,7 +643,7 @@ func (s *slot) statusLocked() ServerStatus {
 	}
 	for _, q := range v.Quarantined() {
 		if q.Server == s.name {
-			st.Quarantined = append(st.Quarantined, q)
+			st.Quarantined = append(st.Quarantined, snapshot.Quarantine(q))
 		}
 	}
 	return st

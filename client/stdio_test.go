@@ -361,7 +361,7 @@ func TestStdioThirdPartyReconnect(t *testing.T) {
 					}
 					qualified := tt.name + "__" + c.tool
 					if _, ok := m.View().Tool(qualified); !ok {
-						t.Fatalf("the View has no %q (%d tools of %s)", qualified, len(cat.Tools), tt.name)
+						t.Fatalf("the View has no %q (%d tools of %s)", qualified, len(cat.Tools()), tt.name)
 					}
 					res, err := m.Call(testCtx(t), qualified, c.args)
 					if err != nil || res.IsError || !strings.Contains(text(res), c.want) {

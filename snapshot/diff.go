@@ -1,7 +1,7 @@
 package snapshot
 
-// Diff is what one Publish or Unpublish changed for one server, for the
-// change event the manager emits. Tool names are qualified names, sorted.
+// Diff is what one catalog change did to one server's tools, for the
+// manager's catalog event. Tool names are qualified names, sorted.
 type Diff struct {
 	// Server is the server whose catalog was published or removed.
 	Server string

@@ -1,26 +1,30 @@
 package snapshot
 
 import (
-	"slices"
-	"strings"
+	"iter"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 )
 
 // Tool is one tool in the View: the server's tool under its qualified name.
+// It is a copy; changing it changes nothing else. (The maps inside
+// mcp.Tool, such as its input schema's properties, are shared: do not
+// modify them.)
 type Tool struct {
-	// Qualified is the name the host shows the model; see Naming.Qualify.
+	// Qualified is the name the host shows the model.
 	Qualified string
 	// Server is the server that offers the tool.
 	Server string
 	// Tool is the tool as the server sent it. Tool.Name is the wire name,
-	// the one to send in tools/call.
+	// the one the server is called with.
 	Tool mcp.Tool
 }
 
 // Quarantine is a tool left out of the View because another tool got its
-// qualified name first. It stays listed here, so that status can say why a
-// tool is missing, and it is promoted automatically once the name is free.
+// qualified name first. It stays listed, so that status can say why a tool
+// is missing, and it is promoted automatically once the name is free.
 type Quarantine struct {
 	// Server is the server whose tool was left out.
 	Server string
@@ -34,74 +38,89 @@ type Quarantine struct {
 }
 
 // View is the aggregated catalog of every published server at one moment.
-// It is immutable and replaced whole on every change, so a reader can use one
+// It is immutable and replaced whole on every change, so a host can use one
 // View for a whole turn of a conversation and see a consistent set of tools
-// however the servers change meanwhile.
-//
-// The slices it returns are its own backing arrays, shared by every reader:
-// they must not be modified. Sharing them is what keeps reads free of
-// allocations with thousands of tools.
-type View struct {
-	version     uint64
-	hash        string
-	tools       []Tool         // sorted by Qualified
-	index       map[string]int // Qualified → position in tools
-	catalogs    []*Catalog     // sorted by Server
-	quarantined []Quarantine   // sorted by Qualified, then claim order
-	changed     chan struct{}  // closed when the next View is published
-}
+// however the servers change meanwhile. The manager's View method returns
+// the current one.
+type View catalog.View
+
+func (v *View) in() *catalog.View { return (*catalog.View)(v) }
 
 // Version is the number of published changes before this View: 0 for the
-// empty View a Publisher starts with, one more for every View after it.
-func (v *View) Version() uint64 { return v.version }
+// empty View a manager starts with, one more for every View after it.
+func (v *View) Version() uint64 { return v.in().Version() }
 
 // Hash is a content hash of the View: the hex sha256 of each server's name,
-// tool prefix, catalog Hash and server info, the separator, and the
+// tool prefix, catalog hash and server info, the separator, and the
 // quarantined tools. Equal hashes mean the same tools under the same names,
 // so a host can cache what it derives from a View (a rendered tool list for
-// the model, say) by hash and reuse it across versions that went back and forth.
-func (v *View) Hash() string { return v.hash }
-
-// Tools returns every tool in the View, sorted by qualified name. It is the
-// View's own slice: do not modify it. Constant time, no allocation. A Tool is
-// a few hundred bytes, so loops over thousands of them are cheaper by index
-// (for i := range tools) than by value.
-func (v *View) Tools() []Tool { return v.tools }
-
-// Tool returns the tool with the given qualified name. Quarantined tools are
-// not found. No allocation.
-func (v *View) Tool(qualified string) (Tool, bool) {
-	i, ok := v.index[qualified]
-	if !ok {
-		return Tool{}, false
-	}
-	return v.tools[i], true
-}
-
-// Catalog returns the published catalog of server. While a server reconnects
-// its last good catalog stays published, so ok is true until the manager
-// unpublishes it. O(log servers), no allocation.
-func (v *View) Catalog(server string) (*Catalog, bool) {
-	i, ok := slices.BinarySearchFunc(v.catalogs, server, func(c *Catalog, s string) int {
-		return strings.Compare(c.Server, s)
-	})
-	if !ok {
-		return nil, false
-	}
-	return v.catalogs[i], true
-}
-
-// Catalogs returns every published catalog, sorted by server. It is the View's
-// own slice: do not modify it.
-func (v *View) Catalogs() []*Catalog { return v.catalogs }
-
-// Quarantined returns the tools left out because of a name collision, sorted
-// by qualified name and then by the order they would be promoted in. It is the
-// View's own slice: do not modify it.
-func (v *View) Quarantined() []Quarantine { return v.quarantined }
+// the model, say) by hash and reuse it across versions that went back and
+// forth.
+func (v *View) Hash() string { return v.in().Hash() }
 
 // Changed returns a channel that is closed when a newer View replaces this
-// one. A waiter selects on it with its context, then loads the new View from
-// the Publisher; the channel carries no value, so a waiter that misses one
-// version never misses the latest.
-func (v *View) Changed() <-chan struct{} { return v.changed }
+// one. A waiter selects on it with its context, then loads the new View
+// from the manager; the channel carries no value, so a waiter that misses
+// one version never misses the latest.
+func (v *View) Changed() <-chan struct{} { return v.in().Changed() }
+
+// Tool returns the tool with the given qualified name. Quarantined tools
+// are not found. No allocation.
+func (v *View) Tool(qualified string) (Tool, bool) {
+	t, ok := v.in().Tool(qualified)
+	return Tool(t), ok
+}
+
+// NumTools returns how many tools the View holds.
+func (v *View) NumTools() int { return len(v.in().Tools()) }
+
+// Tools yields every tool in the View, sorted by qualified name, each a
+// copy. No allocation beyond the copies.
+func (v *View) Tools() iter.Seq[Tool] {
+	return func(yield func(Tool) bool) {
+		for _, t := range v.in().Tools() {
+			if !yield(Tool(t)) {
+				return
+			}
+		}
+	}
+}
+
+// Catalog returns the published catalog of server. While a server
+// reconnects its last good catalog stays published, so ok is true until the
+// manager unpublishes it (when the server is disabled, fails for good, or
+// is removed). O(log servers), no allocation.
+func (v *View) Catalog(server string) (Catalog, bool) {
+	c, ok := v.in().Catalog(server)
+	return Catalog{c: c}, ok
+}
+
+// Catalogs yields every published catalog, sorted by server.
+func (v *View) Catalogs() iter.Seq[Catalog] {
+	return func(yield func(Catalog) bool) {
+		for _, c := range v.in().Catalogs() {
+			if !yield(Catalog{c: c}) {
+				return
+			}
+		}
+	}
+}
+
+// Quarantined returns the tools left out because of a name collision,
+// sorted by qualified name and then by the order they would be promoted
+// in. The slice is the caller's.
+func (v *View) Quarantined() []Quarantine {
+	return quarantines(v.in().Quarantined())
+}
+
+// quarantines copies the manager's quarantine list into the host's type.
+func quarantines(in []catalog.Quarantine) []Quarantine {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]Quarantine, len(in))
+	for i, q := range in {
+		out[i] = Quarantine(q)
+	}
+	return out
+}

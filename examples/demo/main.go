@@ -144,7 +144,7 @@ func run(ctx context.Context, w io.Writer) error {
 		}
 	}
 	var names []string
-	for _, t := range m.View().Tools() {
+	for t := range m.View().Tools() {
 		names = append(names, t.Qualified)
 	}
 	say("   view v%d: %s", m.View().Version(), strings.Join(names, ", "))

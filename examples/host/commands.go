@@ -62,9 +62,7 @@ func (h *host) tools(w io.Writer, server string) {
 	view := h.m.View()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	n := 0
-	tools := view.Tools()
-	for i := range tools {
-		t := &tools[i]
+	for t := range view.Tools() {
 		if server != "" && t.Server != server {
 			continue
 		}

@@ -76,7 +76,7 @@ func run(scenario, url string, logger *slog.Logger) error {
 	default:
 		// Auth scenarios and any scenario this client does not know: connect
 		// and list tools (done above), then call each tool without arguments.
-		for _, t := range m.View().Tools() {
+		for t := range m.View().Tools() {
 			if err := call(ctx, m, t.Tool.Name, nil); err != nil {
 				return err
 			}
@@ -120,7 +120,7 @@ func call(ctx context.Context, m *client.Manager, tool string, args any) error {
 		return errors.New("no published catalog")
 	}
 	found := false
-	for _, t := range cat.Tools {
+	for _, t := range cat.Tools() {
 		found = found || t.Name == tool
 	}
 	if !found {

@@ -1,19 +1,19 @@
-package snapshot_test
+package catalog_test
 
 import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpfleet/mcpfleet/snapshot"
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 )
 
 // A manager publishes what each server offers; a host reads the View without
 // locking and waits for the next one on Changed.
 func Example() {
-	p := snapshot.NewPublisher(snapshot.Naming{})
+	p := catalog.NewPublisher(catalog.Naming{})
 
-	gh := &snapshot.Catalog{Server: "github", Generation: 1, Tools: []mcp.Tool{
+	gh := &catalog.Catalog{Server: "github", Generation: 1, Tools: []mcp.Tool{
 		mcp.NewTool("create_issue", mcp.WithDescription("Open an issue")),
 		mcp.NewTool("search"),
 	}}
@@ -22,7 +22,7 @@ func Example() {
 
 	// Another server wants the same prefix; its "search" collides and is
 	// quarantined, its other tool is published.
-	gl := &snapshot.Catalog{Server: "gitlab", Generation: 1, Tools: []mcp.Tool{
+	gl := &catalog.Catalog{Server: "gitlab", Generation: 1, Tools: []mcp.Tool{
 		mcp.NewTool("search"), mcp.NewTool("merge.request"),
 	}}
 	v := p.View()
@@ -36,7 +36,7 @@ func Example() {
 	}
 
 	// A late refresh from an older runtime is ignored.
-	_, ok := p.Publish((&snapshot.Catalog{Server: "github", Generation: 0}).Seal(), "")
+	_, ok := p.Publish((&catalog.Catalog{Server: "github", Generation: 0}).Seal(), "")
 	fmt.Println("late publish accepted:", ok)
 
 	// github goes away; gitlab's search is promoted.

@@ -1,0 +1,107 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Tool is one tool in the View: the server's tool under its qualified name.
+type Tool struct {
+	// Qualified is the name the host shows the model; see Naming.Qualify.
+	Qualified string
+	// Server is the server that offers the tool.
+	Server string
+	// Tool is the tool as the server sent it. Tool.Name is the wire name,
+	// the one to send in tools/call.
+	Tool mcp.Tool
+}
+
+// Quarantine is a tool left out of the View because another tool got its
+// qualified name first. It stays listed here, so that status can say why a
+// tool is missing, and it is promoted automatically once the name is free.
+type Quarantine struct {
+	// Server is the server whose tool was left out.
+	Server string
+	// Tool is that tool's wire name.
+	Tool string
+	// Qualified is the name it would have had.
+	Qualified string
+	// Holder is the server whose tool holds the name. It can be Server
+	// itself when one server lists two tools that qualify alike.
+	Holder string
+}
+
+// View is the aggregated catalog of every published server at one moment.
+// It is immutable and replaced whole on every change, so a reader can use one
+// View for a whole turn of a conversation and see a consistent set of tools
+// however the servers change meanwhile.
+//
+// The slices it returns are its own backing arrays, shared by every reader:
+// they must not be modified. Sharing them is what keeps reads free of
+// allocations with thousands of tools.
+type View struct {
+	version     uint64
+	hash        string
+	tools       []Tool         // sorted by Qualified
+	index       map[string]int // Qualified → position in tools
+	catalogs    []*Catalog     // sorted by Server
+	quarantined []Quarantine   // sorted by Qualified, then claim order
+	changed     chan struct{}  // closed when the next View is published
+}
+
+// Version is the number of published changes before this View: 0 for the
+// empty View a Publisher starts with, one more for every View after it.
+func (v *View) Version() uint64 { return v.version }
+
+// Hash is a content hash of the View: the hex sha256 of each server's name,
+// tool prefix, catalog Hash and server info, the separator, and the
+// quarantined tools. Equal hashes mean the same tools under the same names,
+// so a host can cache what it derives from a View (a rendered tool list for
+// the model, say) by hash and reuse it across versions that went back and forth.
+func (v *View) Hash() string { return v.hash }
+
+// Tools returns every tool in the View, sorted by qualified name. It is the
+// View's own slice: do not modify it. Constant time, no allocation. A Tool is
+// a few hundred bytes, so loops over thousands of them are cheaper by index
+// (for i := range tools) than by value.
+func (v *View) Tools() []Tool { return v.tools }
+
+// Tool returns the tool with the given qualified name. Quarantined tools are
+// not found. No allocation.
+func (v *View) Tool(qualified string) (Tool, bool) {
+	i, ok := v.index[qualified]
+	if !ok {
+		return Tool{}, false
+	}
+	return v.tools[i], true
+}
+
+// Catalog returns the published catalog of server. While a server reconnects
+// its last good catalog stays published, so ok is true until the manager
+// unpublishes it. O(log servers), no allocation.
+func (v *View) Catalog(server string) (*Catalog, bool) {
+	i, ok := slices.BinarySearchFunc(v.catalogs, server, func(c *Catalog, s string) int {
+		return strings.Compare(c.Server, s)
+	})
+	if !ok {
+		return nil, false
+	}
+	return v.catalogs[i], true
+}
+
+// Catalogs returns every published catalog, sorted by server. It is the View's
+// own slice: do not modify it.
+func (v *View) Catalogs() []*Catalog { return v.catalogs }
+
+// Quarantined returns the tools left out because of a name collision, sorted
+// by qualified name and then by the order they would be promoted in. It is the
+// View's own slice: do not modify it.
+func (v *View) Quarantined() []Quarantine { return v.quarantined }
+
+// Changed returns a channel that is closed when a newer View replaces this
+// one. A waiter selects on it with its context, then loads the new View from
+// the Publisher; the channel carries no value, so a waiter that misses one
+// version never misses the latest.
+func (v *View) Changed() <-chan struct{} { return v.changed }
