@@ -80,8 +80,9 @@ func BenchmarkView(b *testing.B) {
 			b.ReportAllocs()
 			var sink int
 			for b.Loop() {
-				for t := range m.View().Tools() {
-					sink += len(t.Qualified)
+				v := m.View()
+				for i := range v.NumTools() {
+					sink += len(v.ToolAt(i).Qualified())
 				}
 			}
 			_ = sink

@@ -32,7 +32,7 @@ func Example() {
 		panic(err)
 	}
 	for t := range m.View().Tools() {
-		fmt.Println("tool:", t.Qualified)
+		fmt.Println("tool:", t.Qualified())
 	}
 	res, err := m.Call(ctx, "greeter__greet", map[string]any{"name": "fleet"})
 	if err != nil {

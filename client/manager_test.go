@@ -533,8 +533,8 @@ func TestToolNameCollisionQuarantinesTheNewcomer(t *testing.T) {
 		t.Fatalf("catalog event of the newcomer reports no quarantine: %+v", e.Diff)
 	}
 	tool, ok := m.View().Tool("shared__echo")
-	if !ok || tool.Server != "one" {
-		t.Fatalf("shared__echo held by %q, want the first server", tool.Server)
+	if !ok || tool.Server() != "one" {
+		t.Fatalf("shared__echo held by %q, want the first server", tool.Server())
 	}
 	st, _ := m.Status("two")
 	if len(st.Quarantined) != len(first.MCPServer().ListTools()) || st.Quarantined[0].Holder != "one" {
@@ -548,8 +548,8 @@ func TestToolNameCollisionQuarantinesTheNewcomer(t *testing.T) {
 	if err := m.Disable(testCtx(t), "one"); err != nil {
 		t.Fatal(err)
 	}
-	if tool, ok := m.View().Tool("shared__echo"); !ok || tool.Server != "two" {
-		t.Fatalf("after the holder left: %+v %v", tool, ok)
+	if tool, ok := m.View().Tool("shared__echo"); !ok || tool.Server() != "two" {
+		t.Fatalf("after the holder left: held by %q, %v", tool.Server(), ok)
 	}
 }
 

@@ -8,18 +8,47 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
 )
 
-// Tool is one tool in the View: the server's tool under its qualified name.
-// It is a copy; changing it changes nothing else. (The maps inside
-// mcp.Tool, such as its input schema's properties, are shared: do not
-// modify them.)
+// Tool is one tool in the View: a read-only handle on the server's tool
+// under its qualified name. It is one pointer, so iterating a View costs
+// nothing per tool; Definition copies the tool out when it is needed. The
+// zero Tool is empty.
 type Tool struct {
-	// Qualified is the name the host shows the model.
-	Qualified string
-	// Server is the server that offers the tool.
-	Server string
-	// Tool is the tool as the server sent it. Tool.Name is the wire name,
-	// the one the server is called with.
-	Tool mcp.Tool
+	t *catalog.Tool
+}
+
+// Qualified is the name the host shows the model.
+func (t Tool) Qualified() string {
+	if t.t == nil {
+		return ""
+	}
+	return t.t.Qualified
+}
+
+// Server is the server that offers the tool.
+func (t Tool) Server() string {
+	if t.t == nil {
+		return ""
+	}
+	return t.t.Server
+}
+
+// Name is the tool's own name on its server, the one it is called by.
+func (t Tool) Name() string {
+	if t.t == nil {
+		return ""
+	}
+	return t.t.Tool.Name
+}
+
+// Definition returns the tool as the server sent it (description, schemas,
+// annotations). It is a copy; the maps inside it, such as the input
+// schema's properties, are shared with every reader and must not be
+// modified.
+func (t Tool) Definition() mcp.Tool {
+	if t.t == nil {
+		return mcp.Tool{}
+	}
+	return t.t.Tool
 }
 
 // Quarantine is a tool left out of the View because another tool got its
@@ -67,19 +96,25 @@ func (v *View) Changed() <-chan struct{} { return v.in().Changed() }
 // Tool returns the tool with the given qualified name. Quarantined tools
 // are not found. No allocation.
 func (v *View) Tool(qualified string) (Tool, bool) {
-	t, ok := v.in().Tool(qualified)
-	return Tool(t), ok
+	t, ok := v.in().ToolRef(qualified)
+	return Tool{t: t}, ok
 }
 
 // NumTools returns how many tools the View holds.
 func (v *View) NumTools() int { return len(v.in().Tools()) }
 
-// Tools yields every tool in the View, sorted by qualified name, each a
-// copy. No allocation beyond the copies.
+// ToolAt returns the i-th tool in qualified-name order, 0 <= i <
+// NumTools(). With NumTools it walks the View without allocating.
+func (v *View) ToolAt(i int) Tool { return Tool{t: &v.in().Tools()[i]} }
+
+// Tools yields every tool in the View, sorted by qualified name. The
+// iterator costs a few small allocations per walk; a loop over ToolAt costs
+// none.
 func (v *View) Tools() iter.Seq[Tool] {
+	tools := v.in().Tools()
 	return func(yield func(Tool) bool) {
-		for _, t := range v.in().Tools() {
-			if !yield(Tool(t)) {
+		for i := range tools {
+			if !yield(Tool{t: &tools[i]}) {
 				return
 			}
 		}
@@ -97,8 +132,9 @@ func (v *View) Catalog(server string) (Catalog, bool) {
 
 // Catalogs yields every published catalog, sorted by server.
 func (v *View) Catalogs() iter.Seq[Catalog] {
+	catalogs := v.in().Catalogs()
 	return func(yield func(Catalog) bool) {
-		for _, c := range v.in().Catalogs() {
+		for _, c := range catalogs {
 			if !yield(Catalog{c: c}) {
 				return
 			}

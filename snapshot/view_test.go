@@ -38,12 +38,17 @@ func TestViewReadsWhatThePublisherHolds(t *testing.T) {
 	}
 	var names []string
 	for tl := range v.Tools() {
-		names = append(names, tl.Qualified)
+		names = append(names, tl.Qualified())
 	}
 	if want := []string{"a__x", "a__y", "a__z"}; !slices.Equal(names, want) || v.NumTools() != len(want) {
 		t.Fatalf("tools %v (NumTools %d), want %v", names, v.NumTools(), want)
 	}
-	if tl, ok := v.Tool("a__z"); !ok || tl.Server != "b" || tl.Tool.Name != "z" {
+	for i, n := range names {
+		if got := v.ToolAt(i).Qualified(); got != n {
+			t.Fatalf("ToolAt(%d) = %s, Tools yielded %s", i, got, n)
+		}
+	}
+	if tl, ok := v.Tool("a__z"); !ok || tl.Server() != "b" || tl.Name() != "z" || tl.Definition().Name != "z" {
 		t.Fatalf("Tool(a__z) = %+v, %v", tl, ok)
 	}
 	if q := v.Quarantined(); len(q) != 1 || q[0] != (Quarantine{Server: "b", Tool: "x", Qualified: "a__x", Holder: "a"}) {
@@ -68,6 +73,10 @@ func TestViewReadsWhatThePublisherHolds(t *testing.T) {
 	if zero.Server() != "" || zero.Tools() != nil || zero.NumTools() != 0 || zero.Hash() != "" {
 		t.Fatal("the zero Catalog is not empty")
 	}
+	var none Tool
+	if none.Qualified() != "" || none.Server() != "" || none.Name() != "" || none.Definition().Name != "" {
+		t.Fatal("the zero Tool is not empty")
+	}
 }
 
 // A host that edits what it was given changes nothing another reader sees.
@@ -80,11 +89,9 @@ func TestReadersCannotChangeWhatOthersSee(t *testing.T) {
 	prompts[0].Name = "hijacked"
 	q := v.Quarantined()
 	q[0].Holder = "hijacked"
-	for tl := range v.Tools() {
-		tl.Qualified = "hijacked"
-	}
 	tl, _ := v.Tool("a__x")
-	tl.Tool.Name = "hijacked"
+	def := tl.Definition()
+	def.Name = "hijacked"
 
 	again, _ := v.Catalog("a")
 	if again.Tools()[0].Name != "x" || again.Prompts()[0].Name != "p" {
@@ -93,7 +100,7 @@ func TestReadersCannotChangeWhatOthersSee(t *testing.T) {
 	if v.Quarantined()[0].Holder != "a" {
 		t.Fatal("the quarantine list changed under another reader")
 	}
-	if got, _ := v.Tool("a__x"); got.Tool.Name != "x" || got.Qualified != "a__x" {
+	if got, _ := v.Tool("a__x"); got.Name() != "x" || got.Definition().Name != "x" {
 		t.Fatalf("the View's tool changed under another reader: %+v", got)
 	}
 	if in.Tools()[0].Qualified != "a__x" {
@@ -108,9 +115,13 @@ func TestLookupsDoNotAllocate(t *testing.T) {
 		"Tool":     func() { _, _ = v.Tool("a__y") },
 		"Catalog":  func() { _, _ = v.Catalog("b") },
 		"NumTools": func() { _ = v.NumTools() },
-		"Tools": func() {
-			for tl := range v.Tools() {
-				_ = tl
+		"ToolAt": func() {
+			n := 0
+			for i := range v.NumTools() {
+				n += len(v.ToolAt(i).Qualified())
+			}
+			if n == 0 {
+				panic("no tools")
 			}
 		},
 	} {

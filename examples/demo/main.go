@@ -145,7 +145,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	var names []string
 	for t := range m.View().Tools() {
-		names = append(names, t.Qualified)
+		names = append(names, t.Qualified())
 	}
 	say("   view v%d: %s", m.View().Version(), strings.Join(names, ", "))
 	call("files__lookup")

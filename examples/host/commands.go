@@ -63,11 +63,11 @@ func (h *host) tools(w io.Writer, server string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	n := 0
 	for t := range view.Tools() {
-		if server != "" && t.Server != server {
+		if server != "" && t.Server() != server {
 			continue
 		}
 		n++
-		fmt.Fprintf(tw, "%s\t%s\n", t.Qualified, firstLine(t.Tool.Description))
+		fmt.Fprintf(tw, "%s\t%s\n", t.Qualified(), firstLine(t.Definition().Description))
 	}
 	for _, q := range view.Quarantined() {
 		if server != "" && q.Server != server {

@@ -78,6 +78,16 @@ func (v *View) Tool(qualified string) (Tool, bool) {
 	return v.tools[i], true
 }
 
+// ToolRef is Tool without the copy: a pointer into the View's own tools,
+// which the caller must not modify.
+func (v *View) ToolRef(qualified string) (*Tool, bool) {
+	i, ok := v.index[qualified]
+	if !ok {
+		return nil, false
+	}
+	return &v.tools[i], true
+}
+
 // Catalog returns the published catalog of server. While a server reconnects
 // its last good catalog stays published, so ok is true until the manager
 // unpublishes it. O(log servers), no allocation.

@@ -77,7 +77,7 @@ func run(scenario, url string, logger *slog.Logger) error {
 		// Auth scenarios and any scenario this client does not know: connect
 		// and list tools (done above), then call each tool without arguments.
 		for t := range m.View().Tools() {
-			if err := call(ctx, m, t.Tool.Name, nil); err != nil {
+			if err := call(ctx, m, t.Name(), nil); err != nil {
 				return err
 			}
 		}
