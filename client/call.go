@@ -54,7 +54,8 @@ func WithCallTimeout(d time.Duration) CallOption {
 //
 // When ctx ends before the answer, the server is sent notifications/cancelled
 // for the request, on every transport: mcp-go sends it over stdio, the
-// Manager over HTTP, in the background and bounded (Close waits for it).
+// HTTP transport over HTTP, in the background and bounded (closing the
+// runtime waits for it).
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool

@@ -43,8 +43,6 @@ type lease struct {
 	dirty atomic.Uint32 // lists that list_changed asked to refresh
 	kick  chan struct{} // capacity 1: a refresh is wanted
 
-	notes background // notifications/cancelled being sent; closing waits
-
 	listen listenState // its own subscriptions/listen stream (listen.go)
 }
 
@@ -107,7 +105,6 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	fail := func(step string, err error) (*lease, error) {
 		l.cancel()
-		l.notes.closeAndWait()
 		err = explain(conn, err)
 		if lines := stderrOf(conn); lines != nil {
 			s.mu.Lock()
@@ -124,7 +121,7 @@ func (m *Manager) dialOnce(ctx context.Context, s *slot, legacy bool, failed *[]
 	if legacy {
 		copts = append(copts, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
 	}
-	c := mcpclient.NewClient(withCancelNotes(conn.Transport(), l), copts...)
+	c := mcpclient.NewClient(conn.Transport(), copts...)
 	c.OnNotification(l.onNotification)
 	// The transport keeps its start context for the life of the connection,
 	// so it gets l.ctx; the attempt's ctx still bounds the start itself (an
@@ -357,7 +354,6 @@ func (m *Manager) closeLease(l *lease, s *slot) error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.closeTimeout)
 	defer cancel()
 	err := l.conn.Close(ctx)
-	l.notes.closeAndWait()
 	if err != nil {
 		err = fmt.Errorf("close generation %d: %w", l.gen, err)
 		s.mu.Lock()

@@ -69,6 +69,8 @@ type Conn struct {
 	listening     *listenRun // the latest run; nil before the first
 	resources     []string   // the resource subscriptions of the stream
 	listeners     sync.WaitGroup
+
+	notes cancelNotes // notifications/cancelled under way
 }
 
 // Dial checks that the server is reachable and returns a Conn whose
@@ -115,6 +117,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	}
 	c.life, c.cancelLife = context.WithCancel(context.Background())
 	c.abort, c.cancelAbort = context.WithCancel(context.Background())
+	c.notes.ctx, c.notes.stop = context.WithCancel(c.life)
 	httpClient := &nethttp.Client{Transport: &roundTripper{c: c, base: listenWatch{base: pool}}}
 	headers := make(map[string]string, len(spec.Headers))
 	for k, v := range spec.Headers {
@@ -592,6 +595,7 @@ func (c *Conn) Close(ctx context.Context) error {
 
 func (c *Conn) teardown() {
 	defer close(c.closed)
+	c.notes.closeAndWait()
 	_ = c.tr.Close() // the DELETE, for a legacy streamable HTTP session
 	// Under listenMu: no Listen run starts once life has ended.
 	c.listenMu.Lock()
