@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/internal/failure"
 	"reflect"
 	"strings"
 	"time"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
-	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
 // CallOption configures one call.
@@ -235,7 +235,7 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 			}
 			return res, nil
 		}
-		switch classify(ctx, err) {
+		switch classify(ctx, l.conn, err) {
 		case outcomeResult:
 			l.markAnswered()
 			return zero, serverError(ErrServerError, server, err)
@@ -274,14 +274,10 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 // cannot pass for the caller's own cancellation with errors.Is. The rest of
 // the chain still matches.
 func notCanceled(err error) error {
-	if err == nil || !isContextErr(err) {
+	if err == nil || !failure.Context(err) {
 		return err
 	}
 	return ctxHidden{err}
-}
-
-func isContextErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // ctxHidden is an error whose chain matches everything its cause's does but
@@ -438,13 +434,14 @@ const (
 	outcomeLost                    // anything else: the outcome is unknown
 )
 
-// classify decides what a failed request means. The caller's context comes
-// first (mcp-go wraps context errors in *transport.Error too). Then only the
-// error's type decides, never its text: mcp-go returns the server's JSON-RPC
-// error answer as a plain error (JSONRPCErrorDetails.AsError), and every
-// failure under it, wrapped in *transport.Error. Of those, only the ones that
-// prove the request was not run are "not sent"; every other one is lost.
-func classify(ctx context.Context, err error) outcome {
+// classify decides what a failed request on c means. The caller's context
+// comes first (mcp-go wraps context errors in *transport.Error too). Then
+// only the error's type decides, never its text: mcp-go returns the
+// server's JSON-RPC error answer as a plain error
+// (JSONRPCErrorDetails.AsError), and every failure under it, wrapped in
+// *transport.Error. Of those, only the ones that prove the request was not
+// run are "not sent"; every other one is lost.
+func classify(ctx context.Context, c Conn, err error) outcome {
 	if ctx.Err() != nil {
 		return outcomeCanceled
 	}
@@ -452,7 +449,7 @@ func classify(ctx context.Context, err error) outcome {
 	if !errors.As(err, &te) {
 		return outcomeResult
 	}
-	if notSent(err) {
+	if notSent(c, err) {
 		return outcomeNotSent
 	}
 	return outcomeLost
@@ -460,12 +457,24 @@ func classify(ctx context.Context, err error) outcome {
 
 // notSent reports whether a transport failure proves the server never ran
 // the request: it rejected our session (it forgot it: HTTP 404, or the 400
-// forms transport/http turns into it), or the request never left (connection
-// refused, a failed dial, or transport/http's own proof that nothing was
-// written).
-func notSent(err error) bool {
-	return errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, mcphttp.ErrStaleSession) ||
-		mcphttp.IsNotSent(err)
+// forms transport/http turns into it), the request never left (connection
+// refused, a failed dial), or c knows it never wrote it.
+func notSent(c Conn, err error) bool {
+	if errors.Is(err, transport.ErrSessionTerminated) || failure.NeverSent(err) {
+		return true
+	}
+	k, ok := c.(interface{ NotSent(error) bool })
+	return ok && k.NotSent(err)
+}
+
+// fatal reports whether a failure means c's connection is unusable:
+// broken under the request, or so c says of its own transport's errors.
+func fatal(c Conn, err error) bool {
+	if failure.Broken(err) {
+		return true
+	}
+	k, ok := c.(interface{ Fatal(error) bool })
+	return ok && k.Fatal(err)
 }
 
 // check looks at l's runtime after a request on it was lost, and detaches it

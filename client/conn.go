@@ -34,6 +34,13 @@ type Conn interface {
 	Close(ctx context.Context) error
 }
 
+// A Conn may also classify its own transport's failures, where their types
+// alone do not tell (transport/http's Conn does): NotSent(err) bool reports
+// that a request provably never reached the server, so it is sent again on
+// the next runtime; Fatal(err) bool that the connection is unusable. The
+// Manager already knows the failures every transport shares (a context
+// ending, a refused or failed dial, a broken connection).
+
 // ReadyHook is implemented by a Conn that has work to do once the MCP
 // handshake succeeded, such as opening the HTTP notification stream. An
 // error from Ready fails the dial like any other dial error.

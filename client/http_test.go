@@ -413,7 +413,7 @@ func TestHTTPLateStaleSessionFromOldGeneration(t *testing.T) {
 		t.Run(late.name, func(t *testing.T) {
 			// As mcp-go hands them on: every failure under the client is
 			// wrapped in *transport.Error.
-			if got := classify(ctx, transport.NewError(late.err)); got != late.want {
+			if got := classify(ctx, old.conn, transport.NewError(late.err)); got != late.want {
 				t.Errorf("classify(%v) = %d, want %d", late.err, got, late.want)
 			}
 			// What do() and the watcher do with a failure of a lease.

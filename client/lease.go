@@ -319,11 +319,10 @@ var errConnDone = errors.New("connection closed")
 // why it died.
 const deathReportWait = 100 * time.Millisecond
 
-// explain adds the Conn's own account of its death to a transport-fatal
-// err. mcp-go sees a dead child's EOF before the exit watcher has reaped it,
+// explain adds the Conn's own account of its death to a fatal err. mcp-go sees a dead child's EOF before the exit watcher has reaped it,
 // so the account may be a moment behind: wait for it, briefly.
 func explain(c Conn, err error) error {
-	if !mcphttp.IsTransportFatal(err) {
+	if !fatal(c, err) {
 		return err
 	}
 	t := time.NewTimer(deathReportWait)

@@ -47,7 +47,7 @@ func (s *slot) idleTick(l *lease) {
 		s.timedOut(l, fmt.Errorf("idle probe: %w", err))
 		return
 	}
-	if classify(ctx, err) == outcomeResult {
+	if classify(ctx, l.conn, err) == outcomeResult {
 		l.markAnswered() // an error answer is an answer
 		return
 	}

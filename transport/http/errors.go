@@ -1,15 +1,13 @@
 package http
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/internal/failure"
 )
 
 var (
@@ -92,27 +90,7 @@ func IsStaleSession(err error) bool {
 // when its own Close ended a request before it went out; the caller's own
 // cancellation is its own answer.
 func IsNotSent(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, ErrNotSent) {
-		return true
-	}
-	if isContextErr(err) {
-		return false
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return true
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return true
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" {
-		return true
-	}
-	return false
+	return errors.Is(err, ErrNotSent) || failure.NeverSent(err)
 }
 
 // IsUnsupportedProtocol reports whether err is JSON-RPC -32022 "unsupported
@@ -142,18 +120,8 @@ func IsTransportFatal(err error) bool {
 	if isContextErr(err) {
 		return false
 	}
-	if IsStaleSession(err) || IsNotSent(err) ||
-		errors.Is(err, ErrStreamLost) || errors.Is(err, ErrClosed) ||
-		errors.Is(err, transport.ErrTransportClosed) {
-		return true
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && !netErr.Timeout() {
+	if IsStaleSession(err) || failure.Broken(err) ||
+		errors.Is(err, ErrStreamLost) || errors.Is(err, ErrClosed) {
 		return true
 	}
 	// mcp-go's SSE transport reports a request whose stream died, or whose
@@ -163,8 +131,12 @@ func IsTransportFatal(err error) bool {
 		strings.Contains(msg, "transport has been closed")
 }
 
-// isContextErr reports whether err comes from a context ending; mcp-go
-// wraps those in *transport.Error too, so they are checked first.
-func isContextErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
+// isContextErr reports whether err comes from a context ending.
+func isContextErr(err error) bool { return failure.Context(err) }
+
+// NotSent is IsNotSent, for the manager: a Conn classifies its own
+// transport's failures.
+func (c *Conn) NotSent(err error) bool { return IsNotSent(err) }
+
+// Fatal is IsTransportFatal, for the manager.
+func (c *Conn) Fatal(err error) bool { return IsTransportFatal(err) }
