@@ -150,7 +150,15 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 			required = append(required, name)
 		}
 		wg.Go(func() {
-			a, err := m.applyOne(ctx, name, s, spec, key, sc.Disabled)
+			var (
+				a   = applyAdded
+				err error
+			)
+			if exists {
+				a, err = s.apply(ctx, spec, key, sc.Disabled)
+			} else {
+				err = m.add(ctx, name, spec, key)
+			}
 			done(name, a, withOp("apply "+cfg.Source, name, err))
 		})
 	}
@@ -179,12 +187,8 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 	return summarize(actions), errors.Join(errs...)
 }
 
-// applyOne brings one server in line with its entry; s is nil for a server
-// new in the config.
-func (m *Manager) applyOne(ctx context.Context, name string, s *slot, spec ServerSpec, key string, disabled bool) (applyAction, error) {
-	if s == nil {
-		return applyAdded, m.add(ctx, name, spec, key)
-	}
+// apply brings a server already in the fleet in line with its entry.
+func (s *slot) apply(ctx context.Context, spec ServerSpec, key string, disabled bool) (applyAction, error) {
 	wasOff := s.off()
 	if s.config().key != key {
 		if disabled && !wasOff {

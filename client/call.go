@@ -380,33 +380,6 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 	}
 }
 
-// succeeded clears the run of timeouts of l's generation.
-func (s *slot) succeeded(l *lease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.health.Success(l.gen, s.m.opts.clock.Now()) {
-		l.timedOut.Store(false)
-	}
-}
-
-// timedOut counts a timeout against l's generation, and treats the runtime
-// as lost when the run of timeouts reaches the threshold.
-func (s *slot) timedOut(l *lease, err error) {
-	s.mu.Lock()
-	if s.lease != l {
-		s.mu.Unlock()
-		return
-	}
-	l.timedOut.Store(true)
-	if !s.health.Timeout(l.gen, err) {
-		s.mu.Unlock()
-		return
-	}
-	s.lostLocked(fmt.Errorf("%w: %w", ErrTooManyTimeouts, err))
-	s.goCloseLeaseLocked(l)
-	s.mu.Unlock()
-}
-
 // replayable reports whether the published catalog declares tool read-only
 // or idempotent, so that a request lost in flight may be sent again.
 func (s *slot) replayable(tool string) bool {

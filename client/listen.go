@@ -65,9 +65,11 @@ func (m *Manager) listenLocked(l *lease, f mcp.SubscriptionFilter) {
 	m.wg.Go(func() {
 		defer stop()
 		err := l.client.Listen(ctx, f)
+		// Not l.gen: the stream opens during the dial, before the lease
+		// is installed and given its generation.
 		if err != nil && ctx.Err() == nil {
 			m.opts.logger.Debug("mcpfleet: subscriptions/listen ended; notifications come as the server sends them",
-				"server", l.slot.name, "generation", l.gen, "error", err)
+				"server", l.slot.name, "error", err)
 		}
 	})
 }

@@ -29,9 +29,7 @@ func (m *Manager) SetLevel(ctx context.Context, server string, level mcp.Logging
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.logLevel = level
-	s.mu.Unlock()
+	s.setLogLevel(level)
 	_, err = do(ctx, m, server, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			return struct{}{}, setLevel(ctx, c, level)
@@ -48,7 +46,7 @@ func setLevel(ctx context.Context, c *mcpclient.Client, level mcp.LoggingLevel) 
 
 // restoreLevel tells a new runtime the level the host last set, if any. A
 // failure is logged and leaves the runtime usable: logging is advisory.
-func (m *Manager) restoreLevel(ctx context.Context, s *slot, c *mcpclient.Client) {
+func (s *slot) restoreLevel(ctx context.Context, c *mcpclient.Client) {
 	s.mu.Lock()
 	level := s.logLevel
 	s.mu.Unlock()
@@ -56,7 +54,7 @@ func (m *Manager) restoreLevel(ctx context.Context, s *slot, c *mcpclient.Client
 		return
 	}
 	if err := setLevel(ctx, c, level); err != nil {
-		m.opts.logger.Warn("mcpfleet: could not restore the log level on the new runtime",
+		s.m.opts.logger.Warn("mcpfleet: could not restore the log level on the new runtime",
 			"server", s.name, "level", level, "error", err)
 	}
 }

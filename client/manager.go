@@ -196,9 +196,8 @@ func (m *Manager) Subscribe(buffer int) (<-chan Event, func()) {
 // It briefly holds every server's lock, so that no event can happen while
 // the list is taken.
 func (m *Manager) Watch(buffer int) (statuses []ServerStatus, seq uint64, events <-chan Event, cancel func()) {
-	// Lock order: the manager's lock, then slots' (as Add). Every event
-	// is numbered under its slot's lock, so with them all held the list
-	// and the last number agree.
+	// Every event is numbered under its slot's lock, so with them all
+	// held the list and the last number agree (lock order: see slot).
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	slots := make([]*slot, 0, len(m.slots))

@@ -2,7 +2,8 @@ package client
 
 import (
 	"context"
-	"github.com/mcpfleet/mcpfleet/snapshot"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,15 +11,29 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/snapshot"
 )
 
 // slot is the stable home of one server from Add to Remove.
 //
-// Every field below mu is guarded by mu. The slot's lock is never held while
-// doing I/O, closing a runtime or delivering an event: those happen after the
-// state they depend on was changed under the lock.
+// Every field below mu is guarded by mu, and only this file writes them:
+// code elsewhere reads under the lock and changes the slot through the
+// methods here (a dial, for one, returns a dialResult that the connect
+// loop applies). The slot's lock is never held while doing I/O, closing a
+// runtime or delivering an event: those happen after the state they depend
+// on was changed under the lock.
+//
+// The lock order of the package, the one place it is written:
+//
+//	Manager.applyMu → Manager.mu → slot.mu (several: in name order, as
+//	Watch takes them) → the Publisher's lock, bus.mu, bus.subMu
+//
+// The locks of the last group are leaves, as are lease.listen.mu,
+// Manager.roots.mu and a progress sink's: nothing is locked while one of
+// them is held, and a slot's lock is never taken under any of them.
 type slot struct {
 	m    *Manager
 	name string
@@ -228,15 +243,17 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 		legacy := s.legacy
 		s.mu.Unlock()
 
-		l, err := s.m.dial(ctx, s, legacy)
+		res := s.dial(ctx, legacy)
 		resumed = false
 
 		s.mu.Lock()
+		s.applyDialLocked(res)
+		l, err := res.lease, res.err
 		if s.run != r || ctx.Err() != nil {
 			// Abandoned by Disable, Remove, Reconnect or Close while dialling.
 			s.mu.Unlock()
 			if l != nil {
-				s.m.closeLease(l, s)
+				s.closeLease(l)
 			}
 			return
 		}
@@ -276,6 +293,17 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 		s.nextRetry = clock.Now().Add(wait)
 		s.emitLocked(Event{Kind: EventRetry, Err: err})
 		s.mu.Unlock()
+	}
+}
+
+// applyDialLocked keeps what a connection attempt found out about the
+// server, whatever became of the attempt.
+func (s *slot) applyDialLocked(res dialResult) {
+	if res.legacy {
+		s.legacy = true
+	}
+	if res.stderr != nil {
+		s.lastStderr = res.stderr
 	}
 }
 
@@ -347,6 +375,48 @@ func (s *slot) installLocked(l *lease) {
 	}
 	s.m.wg.Add(1)
 	go s.watch(l)
+}
+
+// applyRefresh publishes the lists a list_changed refresh fetched (fresh,
+// the ones named by which) over l's catalog, if l is still the slot's
+// lease. On failure the last good lists stay published and err is
+// recorded.
+func (s *slot) applyRefresh(l *lease, which uint32, fresh *catalog.Catalog, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease != l {
+		return
+	}
+	if err != nil {
+		s.catalogErr = err
+		s.emitLocked(Event{Kind: EventCatalogError, Err: err})
+		return
+	}
+	cur, ok := s.m.pub.View().Catalog(s.name)
+	if !ok {
+		return
+	}
+	if cur.Generation != l.gen {
+		// l's catalog had the same content as its predecessor's, so the
+		// View kept the older generation's; a refresh built on that one
+		// would be ignored as late. Build on l's own.
+		cur = l.catalog
+	}
+	next := cur
+	if which&dirtyTools != 0 {
+		next = next.WithTools(fresh.Tools)
+	}
+	if which&dirtyPrompts != 0 {
+		next = next.WithPrompts(fresh.Prompts)
+	}
+	if which&dirtyResources != 0 {
+		next = next.WithResources(fresh.Resources).WithResourceTemplates(fresh.ResourceTemplates)
+	}
+	s.catalogErr = nil
+	l.markAnswered()
+	if d, ok := s.m.pub.Publish(next, s.config().prefix); ok && !d.Empty() {
+		s.emitLocked(catalogEvent(d))
+	}
 }
 
 // watch waits for the lease's connection to die, and runs catalog refreshes
@@ -487,7 +557,7 @@ func (s *slot) disable(ctx context.Context) error {
 	l := s.stopLocked(lifecycle.Disabling)
 	s.mu.Unlock()
 
-	s.m.teardown(ctx, s, l)
+	s.teardown(ctx, l)
 
 	s.mu.Lock()
 	if s.state == lifecycle.Disabling {
@@ -609,7 +679,7 @@ func (s *slot) shutdown(ctx context.Context) error {
 	}
 	l := s.stopLocked(lifecycle.Closed)
 	s.mu.Unlock()
-	return s.m.teardown(ctx, s, l)
+	return s.teardown(ctx, l)
 }
 
 func (s *slot) status() ServerStatus {
@@ -665,4 +735,125 @@ func (s *slot) unavailableLocked(cause error) *UnavailableError {
 		NextRetry:  s.nextRetry,
 		Cause:      cause,
 	}
+}
+
+// closeLease closes a detached runtime, bounded by the close timeout. Close
+// is teardown, not a transaction: its error is reported in an event and
+// changes neither the state nor the budget.
+func (s *slot) closeLease(l *lease) error {
+	m := s.m
+	l.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.closeTimeout)
+	defer cancel()
+	err := l.conn.Close(ctx)
+	if err != nil {
+		err = fmt.Errorf("close generation %d: %w", l.gen, err)
+		s.mu.Lock()
+		s.emitLocked(Event{Kind: EventCloseError, Err: err})
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// goCloseLeaseLocked closes a detached runtime in the background, so that
+// the goroutine that noticed the loss (a caller, a watcher) is not held up.
+// It is counted in s.closing under the lock, so a Disable or Remove that
+// comes after it is sure to wait for it.
+//
+// Calls still in flight are let finish first, bounded by the drain timeout:
+// closing would fail them, and make their outcome unknown. That holds for a
+// runtime whose Conn died too: an HTTP request does not die with the
+// notification stream, and a call sent just as the server restarted gets the
+// new server's stale-session answer, which proves it was not run, and so is
+// retried. (Over stdio a dead child's calls end by themselves at once.)
+func (s *slot) goCloseLeaseLocked(l *lease) {
+	s.closing.Add(1)
+	s.m.wg.Go(func() {
+		defer s.closing.Done()
+		s.m.drain(l)
+		s.closeLease(l)
+	})
+}
+
+// teardown finishes what stopLocked started: it waits for the abandoned
+// connect loops, lets in-flight calls drain (bounded by ctx and the drain
+// timeout), then closes the runtime.
+func (s *slot) teardown(ctx context.Context, l *lease) error {
+	m := s.m
+	// Connect loops, abandoned ones too, end promptly: their dials honour
+	// the cancelled context. Closes started earlier are bounded by the
+	// close timeout each.
+	s.runners.Wait()
+	defer s.closing.Wait()
+	if l == nil {
+		return nil
+	}
+	defer s.closing.Done() // counted by stopLocked; runs before the Wait
+	drained := make(chan struct{})
+	m.wg.Go(func() {
+		l.calls.Wait()
+		close(drained)
+	})
+	timer := time.NewTimer(m.opts.drainTimeout)
+	select {
+	case <-drained:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	timer.Stop()
+	return s.closeLease(l)
+}
+
+// succeeded clears the run of timeouts of l's generation.
+func (s *slot) succeeded(l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.health.Success(l.gen, s.m.opts.clock.Now()) {
+		l.timedOut.Store(false)
+	}
+}
+
+// timedOut counts a timeout against l's generation, and treats the runtime
+// as lost when the run of timeouts reaches the threshold.
+func (s *slot) timedOut(l *lease, err error) {
+	s.mu.Lock()
+	if s.lease != l {
+		s.mu.Unlock()
+		return
+	}
+	l.timedOut.Store(true)
+	if !s.health.Timeout(l.gen, err) {
+		s.mu.Unlock()
+		return
+	}
+	s.lostLocked(fmt.Errorf("%w: %w", ErrTooManyTimeouts, err))
+	s.goCloseLeaseLocked(l)
+	s.mu.Unlock()
+}
+
+// setLogLevel records the level the host asked for, told again to every
+// new runtime.
+func (s *slot) setLogLevel(level mcp.LoggingLevel) {
+	s.mu.Lock()
+	s.logLevel = level
+	s.mu.Unlock()
+}
+
+// addSub records a resource subscription, told again to every new runtime,
+// and reports whether it was there already.
+func (s *slot) addSub(uri string) (had bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.subs, uri) {
+		return true
+	}
+	s.subs = append(s.subs, uri)
+	return false
+}
+
+// dropSub forgets a resource subscription.
+func (s *slot) dropSub(uri string) {
+	s.mu.Lock()
+	s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
+	s.mu.Unlock()
 }

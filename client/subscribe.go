@@ -32,12 +32,7 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) (er
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	had := slices.Contains(s.subs, uri)
-	if !had {
-		s.subs = append(s.subs, uri)
-	}
-	s.mu.Unlock()
+	had := s.addSub(uri)
 	_, err = do(ctx, m, server, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			req := mcp.SubscribeRequest{}
@@ -49,9 +44,7 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) (er
 			return struct{}{}, s.relisten(ctx, c, uri, true)
 		})
 	if err != nil && !had && refused(err) {
-		s.mu.Lock()
-		s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
-		s.mu.Unlock()
+		s.dropSub(uri)
 	}
 	return err
 }
@@ -65,9 +58,7 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) (
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
-	s.mu.Unlock()
+	s.dropSub(uri)
 	_, err = do(ctx, m, server, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			req := mcp.UnsubscribeRequest{}
@@ -143,7 +134,7 @@ func refused(err error) bool {
 
 // resubscribe subscribes a new runtime to every resource the host is
 // subscribed to on s. A refusal is logged and leaves the runtime usable.
-func (m *Manager) resubscribe(ctx context.Context, s *slot, c *mcpclient.Client) {
+func (s *slot) resubscribe(ctx context.Context, c *mcpclient.Client) {
 	s.mu.Lock()
 	uris := slices.Clone(s.subs)
 	s.mu.Unlock()
@@ -152,7 +143,7 @@ func (m *Manager) resubscribe(ctx context.Context, s *slot, c *mcpclient.Client)
 		req.Params.URI = uri
 		//lint:ignore SA1019 as in SubscribeResource
 		if err := c.Subscribe(ctx, req); err != nil { //nolint:staticcheck // as above
-			m.opts.logger.Warn("mcpfleet: could not renew a resource subscription on the new runtime",
+			s.m.opts.logger.Warn("mcpfleet: could not renew a resource subscription on the new runtime",
 				"server", s.name, "uri", uri, "error", err)
 		}
 	}
