@@ -55,6 +55,10 @@ type ServerConfig struct {
 	Reconnect *lifecycle.Policy
 	// ToolPrefix replaces the server's name in qualified tool names.
 	ToolPrefix string
+	// Limits bounds what the server may cost the host ("limits": sizes as
+	// a number of bytes or "16MiB", counts and rates as numbers, "off" to
+	// turn one off).
+	Limits Limits
 }
 
 // ConfigOption configures ParseConfig and LoadConfig.
@@ -102,7 +106,7 @@ var (
 	// Each entry key maps to whether it is known; aliases spell the same
 	// field differently across hosts.
 	serverKeys = []string{"type", "transport", "command", "args", "env", "cwd", "url", "headers",
-		"disabled", "required", "lazy", "timeout", "reconnect", "toolPrefix", "envFile"}
+		"disabled", "required", "lazy", "timeout", "reconnect", "toolPrefix", "envFile", "limits"}
 	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
 		"maxElapsed", "stableAfter", "probeInterval"}
 )
@@ -207,6 +211,8 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 			sc.Timeout = p.duration(name, k, v)
 		case "reconnect":
 			sc.Reconnect = p.policy(name, v)
+		case "limits":
+			sc.Limits = p.limits(name, v)
 		case "envFile":
 			p.errorf(name, k, "not supported; put the variables in env")
 		default:
@@ -324,6 +330,83 @@ func (p *configParser) duration(server, field string, v json.RawMessage) time.Du
 		return 0
 	}
 	return d
+}
+
+// limits parses a "limits" object. Every field takes a number, or "off";
+// maxMessageBytes also a size like "16MiB" or "512KiB".
+func (p *configParser) limits(server string, v json.RawMessage) Limits {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+		p.errorf(server, "limits", "must be an object")
+		return Limits{}
+	}
+	var l Limits
+	for _, k := range sortedKeys(fields) {
+		f, v := "limits."+k, fields[k]
+		switch k {
+		case "maxMessageBytes":
+			l.MaxMessageBytes = int64(p.limitNumber(server, f, v, true))
+		case "maxCatalogItems":
+			l.MaxCatalogItems = int(p.limitNumber(server, f, v, false))
+		case "maxCatalogPages":
+			l.MaxCatalogPages = int(p.limitNumber(server, f, v, false))
+		case "notificationRate":
+			l.NotificationRate = p.limitNumber(server, f, v, false)
+		case "maxServerRequests":
+			l.MaxServerRequests = int(p.limitNumber(server, f, v, false))
+		case "serverRequestRate":
+			l.ServerRequestRate = p.limitNumber(server, f, v, false)
+		default:
+			p.errorf(server, f, "unknown key")
+		}
+	}
+	return l
+}
+
+// limitNumber parses one limit: a positive number, "off" (-1), or, for a
+// size, a string with a KiB, MiB or GiB suffix.
+func (p *configParser) limitNumber(server, field string, v json.RawMessage, size bool) float64 {
+	var n float64
+	if err := json.Unmarshal(v, &n); err == nil {
+		if n <= 0 || n > 1<<53 {
+			p.errorf(server, field, `must be a positive number or "off"`)
+			return 0
+		}
+		return n
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		p.errorf(server, field, `must be a positive number or "off"`)
+		return 0
+	}
+	s, err := expand(s, p.lookup)
+	if err != nil {
+		p.errorf(server, field, "%v", err)
+		return 0
+	}
+	if s == "off" {
+		return -1
+	}
+	if size {
+		for _, u := range []struct {
+			suffix string
+			mult   float64
+		}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+			if num, ok := strings.CutSuffix(s, u.suffix); ok {
+				if x, err := strconv.ParseFloat(strings.TrimSpace(num), 64); err == nil && x > 0 && x*u.mult <= 1<<53 {
+					return x * u.mult
+				}
+				break
+			}
+		}
+		p.errorf(server, field, `must be a number of bytes, a size like "16MiB", or "off", got %q`, s)
+		return 0
+	}
+	if x, err := strconv.ParseFloat(s, 64); err == nil && x > 0 && x <= 1<<53 {
+		return x
+	}
+	p.errorf(server, field, `must be a positive number or "off", got %q`, s)
+	return 0
 }
 
 func (p *configParser) policy(server string, v json.RawMessage) *lifecycle.Policy {
@@ -448,6 +531,7 @@ func (c ServerConfig) Spec() (ServerSpec, error) {
 		Timeout:    c.Timeout,
 		Reconnect:  c.Reconnect,
 		ToolPrefix: c.ToolPrefix,
+		Limits:     c.Limits,
 	}
 	switch c.Type {
 	case "stdio", "":
@@ -523,6 +607,7 @@ func (c ServerConfig) key() string {
 		L               bool
 		D               time.Duration
 		R               *lifecycle.Policy
-	}{c.Type, c.Command, c.Cwd, c.URL, c.ToolPrefix, c.Args, c.Env, c.Headers, c.Lazy, c.Timeout, c.Reconnect})
+		Lim             Limits
+	}{c.Type, c.Command, c.Cwd, c.URL, c.ToolPrefix, c.Args, c.Env, c.Headers, c.Lazy, c.Timeout, c.Reconnect, c.Limits})
 	return b.String()
 }

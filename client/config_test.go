@@ -67,6 +67,39 @@ func TestParseConfigForms(t *testing.T) {
 	}
 }
 
+func TestParseConfigLimits(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x", "limits": {
+		"maxMessageBytes": "${SIZE}", "maxCatalogItems": 500, "maxCatalogPages": "off",
+		"notificationRate": 50.5, "maxServerRequests": 2, "serverRequestRate": "off"}},
+		"b": {"command": "x"}}}`), env(map[string]string{"SIZE": "1.5MiB"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Limits{MaxMessageBytes: 3 << 19, MaxCatalogItems: 500, MaxCatalogPages: -1,
+		NotificationRate: 50.5, MaxServerRequests: 2, ServerRequestRate: -1}
+	if got := cfg.Servers["a"].Limits; got != want {
+		t.Fatalf("limits %+v, want %+v", got, want)
+	}
+	spec, err := cfg.Servers["a"].Spec()
+	if err != nil || spec.Limits != want {
+		t.Fatalf("spec limits %+v, %v", spec.Limits, err)
+	}
+	// A server without limits takes the manager's, and those the defaults.
+	m := New(WithLimits(Limits{MaxCatalogItems: 7, NotificationRate: -1}))
+	defer m.Close()
+	got := Limits{}.over(m.opts.limits)
+	if got.MaxCatalogItems != 7 || got.NotificationRate != -1 || got.MaxMessageBytes != DefaultMaxMessageBytes {
+		t.Fatalf("manager limits %+v", got)
+	}
+	if got := want.over(m.opts.limits); got != want {
+		t.Fatalf("a spec's own limits were overridden: %+v", got)
+	}
+	// A change of limits is a change of the entry: Apply restarts it.
+	if cfg.Servers["a"].key() == (ServerConfig{Type: "stdio", Command: "x"}).key() {
+		t.Fatal("limits are not part of the config key")
+	}
+}
+
 func TestParseConfigErrorsNameFileServerAndField(t *testing.T) {
 	for _, tc := range []struct {
 		name, json string
@@ -88,6 +121,10 @@ func TestParseConfigErrorsNameFileServerAndField(t *testing.T) {
 			[]string{`field "reconnect.retries"`, "multiplier"}},
 		{"http with command", `{"mcpServers": {"a": {"type": "http", "url": "http://x", "command": "y"}}}`,
 			[]string{"do not apply"}},
+		{"bad limit", `{"mcpServers": {"a": {"command": "x", "limits": {"maxMessageBytes": "lots", "maxTools": 3}}}}`,
+			[]string{`field "limits.maxMessageBytes"`, `"lots"`, `field "limits.maxTools"`, "unknown key"}},
+		{"zero limit", `{"mcpServers": {"a": {"command": "x", "limits": {"notificationRate": 0}}}}`,
+			[]string{`field "limits.notificationRate"`, `"off"`}},
 		{"two servers, two errors", `{"mcpServers": {"a": {"command": 1}, "b": {"url": 2}}}`,
 			[]string{`server "a"`, `server "b"`}},
 	} {

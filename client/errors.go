@@ -42,6 +42,9 @@ var (
 	// ErrInvalidSpec: Add (or an Apply entry) was given a spec that cannot
 	// work; the message names the field.
 	ErrInvalidSpec = errors.New("invalid spec")
+	// ErrMessageTooLarge: the server's answer exceeded Limits.MaxMessageBytes;
+	// it was discarded while it was read, and the connection stays.
+	ErrMessageTooLarge = errors.New("message too large")
 	// ErrToolNotFound: the qualified tool name is not in the published View.
 	ErrToolNotFound = errors.New("tool not found")
 	// ErrTooManyTimeouts is the cause recorded when consecutive call

@@ -62,6 +62,7 @@ type options struct {
 	maxInFlight      int
 	timeoutThreshold int
 	idleProbe        time.Duration // < 0: off
+	limits           Limits        // every field set: defaults, or WithLimits
 	naming           catalog.Naming
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option
@@ -88,6 +89,7 @@ func defaultOptions() options {
 		maxDials:     DefaultMaxConcurrentDials,
 		maxInFlight:  DefaultMaxInFlight,
 		idleProbe:    DefaultIdleProbe,
+		limits:       defaultLimits,
 		clientInfo:   mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"},
 	}
 }

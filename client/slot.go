@@ -93,10 +93,13 @@ type slotConfig struct {
 	// key identifies the config entry a slot made by Apply came from;
 	// empty for a slot made by Add.
 	key string
+	// limits are the spec's over the manager's: every field set, negative
+	// meaning off.
+	limits Limits
 }
 
 func newSlotConfig(m *Manager, spec ServerSpec, key string) *slotConfig {
-	c := &slotConfig{spec: spec, prefix: spec.ToolPrefix, key: key}
+	c := &slotConfig{spec: spec, prefix: spec.ToolPrefix, key: key, limits: spec.Limits.over(m.opts.limits)}
 	limit := m.opts.maxInFlight
 	if spec.MaxInFlight != 0 {
 		limit = spec.MaxInFlight

@@ -34,6 +34,9 @@ type ServerSpec struct {
 	// MaxInFlight overrides the manager's per-server limit on in-flight
 	// calls; negative means no limit.
 	MaxInFlight int
+	// Limits bounds what the server may cost the host; zero fields take
+	// the manager's (WithLimits).
+	Limits Limits
 }
 
 // Validate reports what is wrong with the spec, naming the field.
@@ -69,6 +72,9 @@ func (s ServerSpec) Validate() error {
 		if err := s.Reconnect.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("mcpfleet: spec: reconnect: %w", err))
 		}
+	}
+	if err := s.Limits.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
