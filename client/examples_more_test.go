@@ -70,6 +70,54 @@ func ExampleManager_Subscribe() {
 	// greeter: Connecting -> Connected (generation 1)
 }
 
+// A server reports progress on a long call if the call asks for it;
+// WithProgress asks, and hands this call's reports to a callback, in order,
+// every one of them before the call returns.
+func ExampleWithProgress() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	srv := server.NewMCPServer("indexer", "1.0", server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("index"),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			const files = 3
+			for i := 1; i <= files; i++ {
+				// A server reports progress only to a call that sent a token.
+				if r.Params.Meta != nil && r.Params.Meta.ProgressToken != nil {
+					err := server.ServerFromContext(ctx).SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+						"progressToken": r.Params.Meta.ProgressToken,
+						"progress":      i,
+						"total":         files,
+						"message":       fmt.Sprintf("file %d", i),
+					})
+					if err != nil {
+						return nil, err
+					}
+				}
+			}
+			return mcp.NewToolResultText(fmt.Sprintf("indexed %d files", files)), nil
+		})
+
+	m := client.New()
+	defer m.Close()
+	if err := m.Add(ctx, "indexer", client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
+		panic(err)
+	}
+	res, err := m.CallTool(ctx, "indexer", "index", nil,
+		client.WithProgress(func(n mcp.ProgressNotification) {
+			fmt.Printf("%v/%v %s\n", n.Params.Progress, n.Params.Total, n.Params.Message)
+		}))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Content[0].(mcp.TextContent).Text)
+	// Output:
+	// 1/3 file 1
+	// 2/3 file 2
+	// 3/3 file 3
+	// indexed 3 files
+}
+
 // A call that waited for a server in vain says why: the state it was in,
 // when the next attempt is due, and the last failure.
 func ExampleUnavailableError() {

@@ -1,11 +1,17 @@
 // Package inproc connects the Manager to an mcp-go server in the same
 // process, through the same Conn seam the stdio and HTTP transports use, and
 // lets tests and the demo kill a connection as a crash would.
+//
+// Messages reach the client in the order the server wrote them, as over a
+// stream: a notification the server sends while it handles a request is
+// handed to the client's notification handler before that request's
+// response is returned (see transport.go).
 package inproc
 
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -20,12 +26,13 @@ var ErrKilled = errors.New("inproc: connection killed")
 // Server hands out connections to one mcp-go server and remembers the live
 // ones so that Kill can end them all, as if the server had crashed.
 type Server struct {
-	srv *server.MCPServer
+	srv *server.MCPServer // set at creation, read-only
 
-	mu      sync.Mutex
+	dials atomic.Int64 // has its own synchronization
+
+	mu      sync.Mutex // guards the fields below
 	live    map[*Conn]struct{}
 	failErr error // while set, Dial fails with it
-	dials   atomic.Int64
 }
 
 // New returns a Server for srv.
@@ -35,6 +42,11 @@ func New(srv *server.MCPServer) *Server {
 
 // MCPServer returns the server behind s.
 func (s *Server) MCPServer() *server.MCPServer { return s.srv }
+
+// sessionSeq numbers the sessions of every Conn in the process. mcp-go's
+// own in-process session IDs come from the clock, and two dials in the same
+// nanosecond to one MCPServer (which several Servers may share) would clash.
+var sessionSeq atomic.Uint64
 
 // Dial opens a new connection. It fails while SetDialError holds an error.
 func (s *Server) Dial(ctx context.Context) (*Conn, error) {
@@ -47,7 +59,12 @@ func (s *Server) Dial(ctx context.Context) (*Conn, error) {
 	if s.failErr != nil {
 		return nil, s.failErr
 	}
-	c := &Conn{owner: s, inner: transport.NewInProcessTransport(s.srv), done: make(chan struct{})}
+	id := "mcpfleet-inproc-" + strconv.FormatUint(sessionSeq.Add(1), 10)
+	c := &Conn{
+		owner:   s,
+		session: &session{InProcessSession: server.NewInProcessSessionWithHandlers(id, nil, nil, nil)},
+		done:    make(chan struct{}),
+	}
 	s.live[c] = struct{}{}
 	return c, nil
 }
@@ -90,16 +107,27 @@ func (s *Server) Live() int {
 
 // Conn is one in-process connection. Its transport refuses every request
 // once the connection died, and reports a request whose connection died
-// while it ran as lost, as a real transport would.
+// while it ran as lost, as a real transport would. A dead connection
+// delivers no more notifications.
 type Conn struct {
-	owner *Server
-	inner *transport.InProcessTransport
+	// Set at creation, read-only.
+	owner   *Server
+	session *session
+	done    chan struct{} // closed by die
 
-	dead  atomic.Bool
-	done  chan struct{}
-	once  sync.Once
-	err   atomic.Pointer[error]
-	close sync.Once
+	// Have their own synchronization.
+	dead    atomic.Bool
+	once    sync.Once // runs die's body
+	err     atomic.Pointer[error]
+	close   sync.Once
+	started atomic.Bool // the session is registered; written under mu
+	handler atomic.Pointer[func(mcp.JSONRPCNotification)]
+
+	// mu guards closed, and is held while Start registers the session, so
+	// that a Close either comes first (and Start registers nothing) or sees
+	// started and unregisters it.
+	mu     sync.Mutex
+	closed bool
 }
 
 // Transport returns the mcp-go transport of the connection.
@@ -135,44 +163,17 @@ func (c *Conn) die(cause error) {
 // Close ends the connection and unregisters its session.
 func (c *Conn) Close(context.Context) error {
 	c.die(transport.ErrTransportClosed)
-	var err error
 	c.close.Do(func() {
-		err = c.inner.Close()
+		c.mu.Lock()
+		c.closed = true
+		registered := c.started.Load()
+		c.mu.Unlock()
+		if registered {
+			c.owner.srv.UnregisterSession(context.Background(), c.session.SessionID())
+		}
 		c.owner.mu.Lock()
 		delete(c.owner.live, c)
 		c.owner.mu.Unlock()
 	})
-	return err
+	return nil
 }
-
-// guard is the transport face of a Conn.
-type guard Conn
-
-func (g *guard) Start(ctx context.Context) error { return g.inner.Start(ctx) }
-
-func (g *guard) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	if g.dead.Load() {
-		return nil, transport.ErrTransportClosed
-	}
-	resp, err := g.inner.SendRequest(ctx, req)
-	if g.dead.Load() {
-		// The connection died while the server worked: the reply is lost.
-		return nil, transport.ErrTransportClosed
-	}
-	return resp, err
-}
-
-func (g *guard) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
-	if g.dead.Load() {
-		return transport.ErrTransportClosed
-	}
-	return g.inner.SendNotification(ctx, n)
-}
-
-func (g *guard) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
-	g.inner.SetNotificationHandler(h)
-}
-
-func (g *guard) Close() error { return (*Conn)(g).Close(context.Background()) }
-
-func (g *guard) GetSessionId() string { return g.inner.GetSessionId() }
