@@ -239,6 +239,11 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 		case outcomeResult:
 			l.markAnswered()
 			return zero, serverError(ErrServerError, server, err)
+		case outcomeTooLarge:
+			// The server answered; the transport discarded the answer as
+			// it read it. The connection is fine.
+			l.markAnswered()
+			return zero, &ServerError{Server: server, Err: tooLarge(err)}
 		case outcomeNotSent:
 			s.lost(l, err)
 			if !resent {
@@ -405,6 +410,7 @@ const (
 	outcomeCanceled                // the caller's context ended
 	outcomeNotSent                 // provably never executed: safe to send again
 	outcomeLost                    // anything else: the outcome is unknown
+	outcomeTooLarge                // answered over the message size limit
 )
 
 // classify decides what a failed request on c means. The caller's context
@@ -421,6 +427,9 @@ func classify(ctx context.Context, c Conn, err error) outcome {
 	var te *transport.Error
 	if !errors.As(err, &te) {
 		return outcomeResult
+	}
+	if tooLarge(err) != nil {
+		return outcomeTooLarge
 	}
 	if notSent(c, err) {
 		return outcomeNotSent

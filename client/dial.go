@@ -71,7 +71,8 @@ func (m *Manager) closeConn(c Conn) {
 // are returned with the error.
 func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]Conn) (*lease, []string, error) {
 	m := s.m
-	conn, err := s.config().spec.dialer(&m.opts, legacy)(ctx)
+	cfg := s.config()
+	conn, err := cfg.spec.dialer(&m.opts, legacy, cfg.limits)(ctx)
 	if err != nil {
 		return nil, nil, wrapCause("dial", err)
 	}

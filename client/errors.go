@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/frame"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -166,4 +167,37 @@ func serverError(sentinel error, server string, cause error) error {
 		err = fmt.Errorf("%w: %w", sentinel, cause)
 	}
 	return &ServerError{Server: server, Err: err}
+}
+
+// MessageTooLargeError is the error (inside a *ServerError) of a request
+// whose answer exceeded the server's Limits.MaxMessageBytes. The transport
+// discarded the answer while reading it, so the host never held it, and
+// the connection stays. It matches ErrMessageTooLarge.
+type MessageTooLargeError struct {
+	// Size is the answer's length in bytes; with AtLeast, reading stopped
+	// once it was past the limit, and Size is what was read by then.
+	Size    int64
+	AtLeast bool
+	Limit   int64
+}
+
+func (e *MessageTooLargeError) Error() string {
+	size := strconv.FormatInt(e.Size, 10) + " bytes"
+	if e.AtLeast {
+		size = "more than " + strconv.FormatInt(e.Limit, 10) + " bytes"
+	}
+	return ErrMessageTooLarge.Error() + ": " + size + ", limit " + strconv.FormatInt(e.Limit, 10)
+}
+
+// Is reports whether target is ErrMessageTooLarge.
+func (e *MessageTooLargeError) Is(target error) bool { return target == ErrMessageTooLarge }
+
+// tooLarge returns the host's form of a transport's too-large error in
+// err's chain, or nil.
+func tooLarge(err error) *MessageTooLargeError {
+	var tl *frame.TooLarge
+	if !errors.As(err, &tl) {
+		return nil
+	}
+	return &MessageTooLargeError{Size: tl.Size, AtLeast: tl.AtLeast, Limit: tl.Limit}
 }

@@ -79,9 +79,10 @@ func (s ServerSpec) Validate() error {
 	return errors.Join(errs...)
 }
 
-// dialer returns how to open a connection for one attempt. legacy asks for
-// the initialize handshake, after a server rejected 2026-07-28.
-func (s ServerSpec) dialer(o *options, legacy bool) Dialer {
+// dialer returns how to open a connection for one attempt, under the
+// slot's limits. legacy asks for the initialize handshake, after a server
+// rejected 2026-07-28.
+func (s ServerSpec) dialer(o *options, legacy bool, limits Limits) Dialer {
 	if o.dialOverride != nil {
 		if d := o.dialOverride(s); d != nil {
 			return d
@@ -90,11 +91,12 @@ func (s ServerSpec) dialer(o *options, legacy bool) Dialer {
 	switch {
 	case s.Stdio != nil:
 		spec := *s.Stdio
-		opts := o.stdioOptions
+		opts := append([]stdio.Option{stdio.WithMaxMessageBytes(limits.MaxMessageBytes)}, o.stdioOptions...)
 		return func(ctx context.Context) (Conn, error) { return stdio.Dial(ctx, spec, opts...) }
 	case s.HTTP != nil:
 		spec := *s.HTTP
-		opts := append([]mcphttp.Option{mcphttp.WithLogger(o.logger)}, o.httpOptions...)
+		opts := append([]mcphttp.Option{mcphttp.WithLogger(o.logger),
+			mcphttp.WithMaxMessageBytes(limits.MaxMessageBytes)}, o.httpOptions...)
 		if legacy {
 			opts = append(opts, mcphttp.WithLegacyProtocol())
 		}

@@ -262,6 +262,11 @@ func newServer(mode string) *server.MCPServer {
 				return nil, ctx.Err()
 			}
 		}))
+	s.AddTool(mcp.NewTool("big", mcp.WithDescription("Returns a text of the given number of bytes."),
+		mcp.WithNumber("bytes", mcp.Required()), mcp.WithToolAnnotation(mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)})),
+		counted(func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strings.Repeat("b", int(req.GetFloat("bytes", 0)))), nil
+		}))
 	s.AddTool(mcp.NewTool("pid", mcp.WithDescription("Returns the server's process id."), none),
 		counted(func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(strconv.Itoa(os.Getpid())), nil

@@ -78,16 +78,17 @@ func cancellable(method string) bool {
 	return true
 }
 
-// SendRequest sends req and, if ctx ended first, tells the server.
+// SendRequest sends req; if ctx ended first, it tells the server, and if
+// the answer was over the size limit, the error says so.
 func (t *streamableTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	t.c.notes.after(t.c, ctx, req, err)
-	return resp, err
+	return t.c.tooLargeAnswer(req, resp, err)
 }
 
-// SendRequest sends req and, if ctx ended first, tells the server.
+// SendRequest is streamableTransport's, for legacy SSE.
 func (t *sseTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.SSE.SendRequest(ctx, req)
 	t.c.notes.after(t.c, ctx, req, err)
-	return resp, err
+	return t.c.tooLargeAnswer(req, resp, err)
 }

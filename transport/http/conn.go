@@ -29,6 +29,8 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/internal/frame"
 )
 
 // Conn is one HTTP connection to an MCP server. Create it with Dial, speak
@@ -71,6 +73,10 @@ type Conn struct {
 	listeners     sync.WaitGroup
 
 	notes cancelNotes // notifications/cancelled under way
+
+	// tooLarge holds the answers that were over the size limit (see
+	// limitBody).
+	tooLarge frame.TooLargeAnswers
 }
 
 // Dial checks that the server is reachable and returns a Conn whose

@@ -24,6 +24,7 @@ type options struct {
 	streamOpenTimeout time.Duration
 	deleteTimeout     time.Duration
 	dialTimeout       time.Duration
+	maxMessage        int64 // 0: no limit
 	// wrapDial, set only by tests, wraps the pool's dial function under
 	// the connection tracking, to hold dials and reads.
 	wrapDial func(dialFunc) dialFunc
@@ -86,4 +87,13 @@ func WithDialTimeout(d time.Duration) Option {
 			o.dialTimeout = d
 		}
 	}
+}
+
+// WithMaxMessageBytes bounds one message the server sends: a JSON response
+// body, or one event of an SSE stream (a response's or the notification
+// stream's). It is enforced while reading: an answer over it fails its
+// request with an error that names the size and the limit, and the
+// connection goes on. Zero or less means no limit, the default.
+func WithMaxMessageBytes(n int64) Option {
+	return func(o *options) { o.maxMessage = max(n, 0) }
 }

@@ -64,6 +64,9 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 			return nil, err
 		}
 	}
+	if rt.c.opts.maxMessage > 0 && resp.StatusCode == nethttp.StatusOK {
+		rt.c.limitBody(resp)
+	}
 	if cancel != nil {
 		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	}
@@ -101,6 +104,9 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode == nethttp.StatusOK && mediaType == "text/event-stream" {
 		c.stream.set(streamOpen, nil)
+		if c.opts.maxMessage > 0 {
+			c.limitBody(resp)
+		}
 		resp.Body = &streamBody{ReadCloser: resp.Body, c: c, ctx: req.Context()}
 		return resp, nil
 	}

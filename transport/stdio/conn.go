@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/mcpfleet/mcpfleet/internal/frame"
 )
 
 // exitDrainWait bounds how long the exit watcher waits, after the process
@@ -46,6 +50,8 @@ type Conn struct {
 	// stdout's is read by tr and closed by us once the process is gone.
 	stdout *eofReader
 	stderr *os.File
+	// tooLarge holds the answers the line limiter discarded.
+	tooLarge frame.TooLargeAnswers
 
 	ring       *ring
 	stderrDone chan struct{} // closed when drainStderr returns
@@ -140,13 +146,20 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
 		tree:       t,
-		stdout:     newEOFReader(stdoutR),
+		stdout:     newEOFReader(stdoutR, stdoutR),
 		stderr:     stderrR,
 		ring:       newRing(o.stderrLines, o.stderrBytes),
 		stderrDone: make(chan struct{}),
 		done:       make(chan struct{}),
 		force:      make(chan struct{}),
 		closed:     make(chan struct{}),
+	}
+	if o.maxMessage > 0 {
+		log := o.logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		c.stdout.r = frame.NewLimiter(stdoutR, frame.Lines, o.maxMessage, &c.tooLarge, log.With("pid", c.pid))
 	}
 	// mcp-go gets stdout and stdin only. Its stderr argument would be
 	// closed by its Close and is otherwise unused with NewIO; we drain
@@ -175,7 +188,28 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 // Transport returns the mcp-go transport over the process's stdin and
 // stdout. It is not started: the caller starts it exactly once (Start does
 // not spawn anything, the process already runs) and then initializes.
-func (c *Conn) Transport() transport.Interface { return c.tr }
+func (c *Conn) Transport() transport.Interface {
+	return &limitedTransport{Stdio: c.tr, tooLarge: &c.tooLarge}
+}
+
+// limitedTransport is mcp-go's transport with the answers the line limiter
+// discarded turned into the error that says so.
+type limitedTransport struct {
+	*transport.Stdio
+	tooLarge *frame.TooLargeAnswers
+}
+
+// SendRequest sends req; if its answer was over the size limit, the error
+// is a *frame.TooLarge (see frame.Limiter).
+func (t *limitedTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.Stdio.SendRequest(ctx, req)
+	if err == nil && resp != nil && resp.Error != nil {
+		if e := t.tooLarge.Take(req.ID.String()); e != nil {
+			return nil, e
+		}
+	}
+	return resp, err
+}
 
 // Done is closed within milliseconds of the process's exit, whether it
 // crashed, was killed from outside or was ended by Close.
@@ -364,17 +398,18 @@ func (c *Conn) watch() {
 // first read error (EOF, or the pipe closed by us), which tells the exit
 // watcher that mcp-go has seen the end.
 type eofReader struct {
+	r       io.Reader // f, or f bounded by a frame.Limiter
 	f       *os.File
 	eof     chan struct{}
 	eofOnce sync.Once
 }
 
-func newEOFReader(f *os.File) *eofReader {
-	return &eofReader{f: f, eof: make(chan struct{})}
+func newEOFReader(f *os.File, r io.Reader) *eofReader {
+	return &eofReader{r: r, f: f, eof: make(chan struct{})}
 }
 
 func (r *eofReader) Read(p []byte) (int, error) {
-	n, err := r.f.Read(p)
+	n, err := r.r.Read(p)
 	if err != nil {
 		r.eofOnce.Do(func() { close(r.eof) })
 	}

@@ -40,6 +40,7 @@ type options struct {
 	stderrBytes int
 	logger      *slog.Logger
 	logLevel    slog.Level
+	maxMessage  int64 // 0: no limit
 }
 
 func defaultOptions() options {
@@ -96,4 +97,13 @@ func WithStderrLogger(l *slog.Logger, level slog.Level) Option {
 		o.logger = l
 		o.logLevel = level
 	}
+}
+
+// WithMaxMessageBytes bounds one message (one line) the server writes to
+// stdout. The limit is enforced while reading: a longer line is discarded
+// up to its end, and the request it answered fails with an error that names
+// the size and the limit, while the process and the connection go on.
+// Zero or less means no limit, the default.
+func WithMaxMessageBytes(n int64) Option {
+	return func(o *options) { o.maxMessage = max(n, 0) }
 }
