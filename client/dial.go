@@ -131,7 +131,7 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]Conn) (*leas
 		Instructions: init.Instructions,
 		FetchedAt:    m.opts.clock.Now(),
 	}
-	if err := fetchLists(ctx, c, init.Capabilities, dirtyTools|dirtyPrompts|dirtyResources, cat); err != nil {
+	if err := fetchLists(ctx, c, init.Capabilities, dirtyTools|dirtyPrompts|dirtyResources, cfg.limits, cat); err != nil {
 		return fail("list", err)
 	}
 	l.catalog = cat
@@ -144,36 +144,101 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]Conn) (*leas
 	return l, nil, nil
 }
 
-// fetchLists fetches the lists named by which, every page, into cat. A list
-// whose capability the server did not declare is left empty.
-func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabilities, which uint32, cat *catalog.Catalog) error {
+// fetchLists fetches the lists named by which, every page, into cat,
+// within limits. A list whose capability the server did not declare is
+// left empty.
+func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabilities, which uint32, limits Limits, cat *catalog.Catalog) error {
+	var err error
 	if which&dirtyTools != 0 && caps.Tools != nil {
-		r, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		cat.Tools, err = fetchPages(ctx, limits, "tools", func(ctx context.Context, cursor mcp.Cursor) ([]mcp.Tool, mcp.Cursor, error) {
+			var req mcp.ListToolsRequest
+			req.Params.Cursor = cursor
+			r, err := c.ListToolsByPage(ctx, req)
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Tools, r.NextCursor, nil
+		})
 		if err != nil {
-			return fmt.Errorf("tools: %w", err)
+			return err
 		}
-		cat.Tools = r.Tools
 	}
 	if which&dirtyPrompts != 0 && caps.Prompts != nil {
-		r, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		cat.Prompts, err = fetchPages(ctx, limits, "prompts", func(ctx context.Context, cursor mcp.Cursor) ([]mcp.Prompt, mcp.Cursor, error) {
+			var req mcp.ListPromptsRequest
+			req.Params.Cursor = cursor
+			r, err := c.ListPromptsByPage(ctx, req)
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Prompts, r.NextCursor, nil
+		})
 		if err != nil {
-			return fmt.Errorf("prompts: %w", err)
+			return err
 		}
-		cat.Prompts = r.Prompts
 	}
 	if which&dirtyResources != 0 && caps.Resources != nil {
-		r, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+		cat.Resources, err = fetchPages(ctx, limits, "resources", func(ctx context.Context, cursor mcp.Cursor) ([]mcp.Resource, mcp.Cursor, error) {
+			var req mcp.ListResourcesRequest
+			req.Params.Cursor = cursor
+			r, err := c.ListResourcesByPage(ctx, req)
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Resources, r.NextCursor, nil
+		})
 		if err != nil {
-			return fmt.Errorf("resources: %w", err)
+			return err
 		}
-		cat.Resources = r.Resources
-		t, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
-		if err != nil && !errors.Is(err, mcp.ErrMethodNotFound) {
-			return fmt.Errorf("resource templates: %w", err)
+		cat.ResourceTemplates, err = fetchPages(ctx, limits, "resource templates", func(ctx context.Context, cursor mcp.Cursor) ([]mcp.ResourceTemplate, mcp.Cursor, error) {
+			var req mcp.ListResourceTemplatesRequest
+			req.Params.Cursor = cursor
+			r, err := c.ListResourceTemplatesByPage(ctx, req)
+			if err != nil {
+				return nil, "", err
+			}
+			return r.ResourceTemplates, r.NextCursor, nil
+		})
+		if errors.Is(err, mcp.ErrMethodNotFound) {
+			cat.ResourceTemplates, err = nil, nil
 		}
-		if t != nil {
-			cat.ResourceTemplates = t.ResourceTemplates
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// fetchPages fetches every page of one list: at most limits.MaxCatalogPages
+// pages and limits.MaxCatalogItems items, and never a cursor twice, so that
+// a server that pages without end, or offers an absurd catalog, costs a
+// bounded amount and gets an error that says which limit it broke.
+func fetchPages[T any](ctx context.Context, limits Limits, what string,
+	page func(context.Context, mcp.Cursor) ([]T, mcp.Cursor, error)) ([]T, error) {
+	var (
+		all    []T
+		cursor mcp.Cursor
+		seen   = map[mcp.Cursor]bool{}
+	)
+	for pages := 1; ; pages++ {
+		items, next, err := page(ctx, cursor)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		all = append(all, items...)
+		if on(limits.MaxCatalogItems) && len(all) > limits.MaxCatalogItems {
+			return nil, fmt.Errorf("%s: %w: more than %d (Limits.MaxCatalogItems)", what, ErrCatalogTooLarge, limits.MaxCatalogItems)
+		}
+		if next == "" {
+			return all, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("%s: %w: the server sent the cursor of an earlier page again", what, ErrCatalogTooLarge)
+		}
+		if on(limits.MaxCatalogPages) && pages >= limits.MaxCatalogPages {
+			return nil, fmt.Errorf("%s: %w: more than %d pages (Limits.MaxCatalogPages)", what, ErrCatalogTooLarge, limits.MaxCatalogPages)
+		}
+		seen[next] = true
+		cursor = next
+	}
 }

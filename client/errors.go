@@ -46,6 +46,11 @@ var (
 	// ErrMessageTooLarge: the server's answer exceeded Limits.MaxMessageBytes;
 	// it was discarded while it was read, and the connection stays.
 	ErrMessageTooLarge = errors.New("message too large")
+	// ErrCatalogTooLarge: the server's catalog broke Limits.MaxCatalogItems
+	// or Limits.MaxCatalogPages (or paged in a circle). A new runtime fails
+	// its dial with it; a refresh keeps the last good catalog and reports
+	// it in an EventCatalogError.
+	ErrCatalogTooLarge = errors.New("catalog too large")
 	// ErrToolNotFound: the qualified tool name is not in the published View.
 	ErrToolNotFound = errors.New("tool not found")
 	// ErrTooManyTimeouts is the cause recorded when consecutive call

@@ -93,7 +93,7 @@ func (s *slot) refresh(l *lease) {
 	ctx, cancel := context.WithTimeout(l.ctx, s.m.opts.dialTimeout)
 	defer cancel()
 	var fresh catalog.Catalog
-	err := fetchLists(ctx, l.client, l.catalog.Capabilities, which, &fresh)
+	err := fetchLists(ctx, l.client, l.catalog.Capabilities, which, s.config().limits, &fresh)
 	s.applyRefresh(l, which, &fresh, err)
 }
 
