@@ -2,8 +2,8 @@ package http
 
 import (
 	"io"
-	"mime"
 	nethttp "net/http"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 
@@ -15,11 +15,17 @@ import (
 // by an error answer, and its request fails with a *frame.TooLarge). A
 // JSON body is one message: reading it fails with a *frame.TooLarge once
 // it is over the limit, which mcp-go returns as the request's error.
+//
+// A JSON body whose Content-Length is within the limit is left as it is:
+// net/http does not read past the length it announced. That is the common
+// case, and it costs no allocation.
 func (c *Conn) limitBody(resp *nethttp.Response) {
 	limit := c.opts.maxMessage
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mediaType == "text/event-stream" {
+	if isEventStream(resp.Header.Get("Content-Type")) {
 		resp.Body = readCloser{frame.NewLimiter(resp.Body, frame.Events, limit, &c.tooLarge, c.log), resp.Body}
+		return
+	}
+	if resp.ContentLength >= 0 && resp.ContentLength <= limit {
 		return
 	}
 	if resp.ContentLength > limit {
@@ -28,6 +34,13 @@ func (c *Conn) limitBody(resp *nethttp.Response) {
 		return
 	}
 	resp.Body = &jsonLimit{ReadCloser: resp.Body, left: limit, limit: limit}
+}
+
+// isEventStream reports whether a Content-Type is text/event-stream,
+// parameters or not, without mime.ParseMediaType's allocations.
+func isEventStream(contentType string) bool {
+	mediaType, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mediaType), "text/event-stream")
 }
 
 type errReader struct{ err error }
