@@ -60,10 +60,10 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, o
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = omitNil(args)
-	res, err := do(ctx, m, server, opts, func(s *slot) bool { return s.replayable(tool) },
+	res, err := do(ctx, m, server, call{"tools/call", tool}, opts, func(s *slot) bool { return s.replayable(tool) },
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.CallToolResult, error) {
 			req := req
-			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
+			req.Params.Meta = withMeta(ctx, req.Params.Meta)
 			return c.CallTool(ctx, req)
 		})
 	if err != nil {
@@ -137,10 +137,10 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 	req := mcp.GetPromptRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
-	res, err := do(ctx, m, server, opts, alwaysReplayable,
+	res, err := do(ctx, m, server, call{"prompts/get", name}, opts, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.GetPromptResult, error) {
 			req := req
-			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
+			req.Params.Meta = withMeta(ctx, req.Params.Meta)
 			return c.GetPrompt(ctx, req)
 		})
 	if err != nil {
@@ -154,10 +154,10 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 func (m *Manager) ReadResource(ctx context.Context, server, uri string, opts ...CallOption) (*mcp.ReadResourceResult, error) {
 	req := mcp.ReadResourceRequest{}
 	req.Params.URI = uri
-	res, err := do(ctx, m, server, opts, alwaysReplayable,
+	res, err := do(ctx, m, server, call{"resources/read", uri}, opts, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 			req := req
-			req.Params.Meta = withProgressToken(ctx, req.Params.Meta)
+			req.Params.Meta = withMeta(ctx, req.Params.Meta)
 			return c.ReadResource(ctx, req)
 		})
 	if err != nil {
@@ -181,15 +181,66 @@ func omitNil(args any) any {
 	return args
 }
 
+// call says what a request is, for Stats and the Observer.
+type call struct {
+	method, name string
+}
+
 // do runs one request against a server's current runtime, with the waiting,
-// retry and health rules every request shares.
-func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption,
+// retry and health rules every request shares, and counts how it ended.
+func do[T any](ctx context.Context, m *Manager, server string, c call, opts []CallOption,
 	replayable func(*slot) bool, send func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
-	var zero T
 	s, err := m.slot(server)
 	if err != nil {
+		var zero T
 		return zero, err
 	}
+	obs := m.opts.observer
+	var req *Request
+	if obs != nil {
+		req = &Request{Server: server, Method: c.method, Name: c.name}
+		ctx = obs.RequestStart(ctx, req)
+		ctx = context.WithValue(ctx, observerMetaKey{}, req)
+	}
+	res, err := doOn(ctx, s, req, opts, replayable, send)
+	o := outcomeOf(res, err)
+	s.st.calls[o].Add(1)
+	if obs != nil {
+		obs.RequestEnd(ctx, req, o, err)
+	}
+	return res, err
+}
+
+// outcomeOf classifies how a request ended, from what it returned.
+func outcomeOf[T any](res T, err error) Outcome {
+	switch {
+	case err == nil:
+		if r, ok := any(res).(*mcp.CallToolResult); ok && r != nil && r.IsError {
+			return OutcomeToolError
+		}
+		return OutcomeOK
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	case errors.Is(err, ErrServerError):
+		return OutcomeServerError
+	case errors.Is(err, ErrMessageTooLarge):
+		return OutcomeTooLarge
+	case errors.Is(err, ErrOutcomeUnknown):
+		return OutcomeUnknown
+	case errors.Is(err, ErrDisabled), errors.Is(err, ErrClosed):
+		return OutcomeDisabled
+	}
+	return OutcomeUnavailable
+}
+
+// doOn is do's request on s: wait for a runtime, send, classify, resend or
+// replay at most once each.
+func doOn[T any](ctx context.Context, s *slot, req *Request, opts []CallOption,
+	replayable func(*slot) bool, send func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
+	var zero T
+	m, server := s.m, s.name
 	cfg := s.config()
 	timeout := cfg.spec.Timeout
 	var o callOptions
@@ -220,10 +271,18 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 	// replayed once if replayable: the two are counted apart, since a
 	// replay that finds the server gone is itself not sent.
 	resent, replayed := false, false
-	for {
+	var cause error // why the attempt before did not do
+	for attempt := 1; ; attempt++ {
 		l, err := s.acquire(ctx)
 		if err != nil {
 			return zero, err
+		}
+		if attempt > 1 {
+			s.st.retries.Add(1)
+		}
+		if req != nil {
+			l.describe(req)
+			m.opts.observer.RequestAttempt(ctx, req, attempt, cause)
 		}
 		res, err := send(ctx, l.client)
 		l.inflight.Add(-1)
@@ -235,6 +294,7 @@ func do[T any](ctx context.Context, m *Manager, server string, opts []CallOption
 			}
 			return res, nil
 		}
+		cause = err
 		switch classify(ctx, l.conn, err) {
 		case outcomeResult:
 			l.markAnswered()

@@ -82,6 +82,10 @@ type bus struct {
 	subMu      sync.Mutex // guards subs, subsClosed and every send to a subscriber channel
 	subs       map[*subscriber]struct{}
 	subsClosed bool
+
+	// observer, if set, is told of every state change, in order, by the
+	// delivering goroutine: never under a slot's lock.
+	observer Observer
 }
 
 type subscriber struct {
@@ -90,8 +94,8 @@ type subscriber struct {
 	after   uint64 // events up to this Seq are not for it (Watch)
 }
 
-func newBus() *bus {
-	return &bus{wake: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*subscriber]struct{}{}}
+func newBus(o Observer) *bus {
+	return &bus{wake: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*subscriber]struct{}{}, observer: o}
 }
 
 // publish queues e. It may be called with a slot's lock held: it only takes
@@ -143,6 +147,13 @@ func (b *bus) run() {
 func (b *bus) deliver(events []Event) {
 	if len(events) == 0 {
 		return
+	}
+	if o := b.observer; o != nil {
+		for _, e := range events {
+			if e.Kind == EventState {
+				o.StateChange(e.Server, e.From, e.To, e.Generation, e.Err)
+			}
+		}
 	}
 	b.subMu.Lock()
 	defer b.subMu.Unlock()

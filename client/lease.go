@@ -173,3 +173,11 @@ func (m *Manager) drain(l *lease) {
 	case <-m.ctx.Done():
 	}
 }
+
+// describe fills in r what an Observer is told of the runtime l.
+func (l *lease) describe(r *Request) {
+	cfg := l.slot.config()
+	r.Generation, r.Protocol = l.gen, l.protocol
+	r.SessionID = l.client.GetSessionId()
+	r.Transport, r.Address, r.Port = cfg.transport, cfg.address, cfg.port
+}

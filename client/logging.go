@@ -30,7 +30,7 @@ func (m *Manager) SetLevel(ctx context.Context, server string, level mcp.Logging
 		return err
 	}
 	s.setLogLevel(level)
-	_, err = do(ctx, m, server, nil, alwaysReplayable,
+	_, err = do(ctx, m, server, call{"logging/setLevel", string(level)}, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			return struct{}{}, setLevel(ctx, c, level)
 		})

@@ -70,7 +70,7 @@ func New(opts ...Option) *Manager {
 		opts:      o,
 		ctx:       ctx,
 		cancel:    cancel,
-		bus:       newBus(),
+		bus:       newBus(o.observer),
 		pub:       catalog.NewPublisher(o.naming),
 		dialSem:   semaphore.NewWeighted(int64(o.maxDials)),
 		slots:     map[string]*slot{},

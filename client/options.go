@@ -63,6 +63,7 @@ type options struct {
 	timeoutThreshold int
 	idleProbe        time.Duration // < 0: off
 	limits           Limits        // every field set: defaults, or WithLimits
+	observer         Observer      // nil: none
 	naming           catalog.Naming
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option

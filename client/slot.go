@@ -49,8 +49,13 @@ type slot struct {
 	closing sync.WaitGroup
 	runners sync.WaitGroup
 
+	// st are the slot's counters: atomics, counted where things happen
+	// (the call path included), the one exception to the rule above.
+	st slotStats
+
 	mu         sync.Mutex
 	state      lifecycle.State
+	stateSince time.Time     // when state was entered
 	changed    chan struct{} // closed and replaced on every state change
 	gen        uint64        // the last generation issued; only grows
 	lease      *lease        // the live runtime, only while Connected
@@ -96,10 +101,14 @@ type slotConfig struct {
 	// limits are the spec's over the manager's: every field set, negative
 	// meaning off.
 	limits Limits
+	// What an Observer is told of the transport (see Request).
+	transport, address string
+	port               int
 }
 
 func newSlotConfig(m *Manager, spec ServerSpec, key string) *slotConfig {
 	c := &slotConfig{spec: spec, prefix: spec.ToolPrefix, key: key, limits: spec.Limits.over(m.opts.limits)}
+	c.transport, c.address, c.port = spec.describe()
 	limit := m.opts.maxInFlight
 	if spec.MaxInFlight != 0 {
 		limit = spec.MaxInFlight
@@ -148,6 +157,17 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 		return false
 	}
 	s.state = to
+	now := s.m.opts.clock.Now()
+	s.stateSince = now
+	switch {
+	case from == lifecycle.Connected && to == lifecycle.Reconnecting:
+		s.st.reconnects.Add(1)
+		s.st.lostAt.Store(now.UnixNano())
+	case to == lifecycle.Connected:
+		s.st.recovered(now)
+	case !to.Accepting():
+		s.st.lostAt.Store(0) // no recovery to time
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.emitLocked(Event{Kind: EventState, From: from, To: to, Err: cause})
@@ -246,8 +266,15 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 		legacy := s.legacy
 		s.mu.Unlock()
 
+		began := s.m.opts.clock.Now()
 		res := s.dial(ctx, legacy)
+		took := s.m.opts.clock.Now().Sub(began)
 		resumed = false
+		s.st.dials.Add(1)
+		if res.err != nil {
+			s.st.dialFailures.Add(1)
+			s.observeDial(0, took, res.err)
+		}
 
 		s.mu.Lock()
 		s.applyDialLocked(res)
@@ -265,6 +292,7 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			s.run = nil
 			s.installLocked(l)
 			s.mu.Unlock()
+			s.observeDial(l.gen, took, nil)
 			return
 		}
 		s.lastErr = err
@@ -859,4 +887,35 @@ func (s *slot) dropSub(uri string) {
 	s.mu.Lock()
 	s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
 	s.mu.Unlock()
+}
+
+// observeDial tells the Observer, if any, how a dial ended. Called with no
+// lock held.
+func (s *slot) observeDial(gen uint64, took time.Duration, err error) {
+	if o := s.m.opts.observer; o != nil {
+		o.Dial(s.name, gen, took, err)
+	}
+}
+
+// stats returns the slot's counters and gauges as of now.
+func (s *slot) stats(now time.Time) ServerStats {
+	ss := ServerStats{
+		Name:          s.name,
+		Dials:         s.st.dials.Load(),
+		DialFailures:  s.st.dialFailures.Load(),
+		Reconnects:    s.st.reconnects.Load(),
+		Retries:       s.st.retries.Load(),
+		LastRecovery:  time.Duration(s.st.lastRecovery.Load()),
+		WorstRecovery: time.Duration(s.st.worst.Load()),
+	}
+	for i := range ss.Calls {
+		ss.Calls[i] = s.st.calls[i].Load()
+	}
+	s.mu.Lock()
+	ss.State, ss.InState = s.state, now.Sub(s.stateSince)
+	if s.lease != nil {
+		ss.InFlight = s.lease.inflight.Load()
+	}
+	s.mu.Unlock()
+	return ss
 }

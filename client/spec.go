@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -104,6 +106,33 @@ func (s ServerSpec) dialer(o *options, legacy bool, limits Limits) Dialer {
 	default:
 		return s.Dialer
 	}
+}
+
+// describe names the spec's transport for an Observer ("stdio", "http",
+// "sse", or "dialer" for a Dialer), and an HTTP server's host and port.
+func (s ServerSpec) describe() (transport, address string, port int) {
+	switch {
+	case s.Stdio != nil:
+		return "stdio", "", 0
+	case s.HTTP != nil:
+		transport = "http"
+		if s.HTTP.Kind == mcphttp.SSE {
+			transport = "sse"
+		}
+		u, err := url.Parse(s.HTTP.URL)
+		if err != nil {
+			return transport, "", 0
+		}
+		port, _ = strconv.Atoi(u.Port())
+		if port == 0 {
+			port = 80
+			if u.Scheme == "https" {
+				port = 443
+			}
+		}
+		return transport, u.Hostname(), port
+	}
+	return "dialer", "", 0
 }
 
 // The transports satisfy the seam by shape; these lines keep it so.

@@ -33,7 +33,7 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) (er
 		return err
 	}
 	had := s.addSub(uri)
-	_, err = do(ctx, m, server, nil, alwaysReplayable,
+	_, err = do(ctx, m, server, call{"resources/subscribe", uri}, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			req := mcp.SubscribeRequest{}
 			req.Params.URI = uri
@@ -59,7 +59,7 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) (
 		return err
 	}
 	s.dropSub(uri)
-	_, err = do(ctx, m, server, nil, alwaysReplayable,
+	_, err = do(ctx, m, server, call{"resources/unsubscribe", uri}, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			req := mcp.UnsubscribeRequest{}
 			req.Params.URI = uri
