@@ -192,6 +192,7 @@ func run(ctx context.Context, w io.Writer) error {
 	call("notes__lookup")
 
 	statuses := m.Statuses()
+	stats := m.Stats()
 	step("closing the manager: every child is reaped")
 	if err := m.Close(); err != nil {
 		return err
@@ -213,6 +214,8 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintln(w, "\nfinal status (before close)")
 	printStatus(w, statuses)
+	fmt.Fprintln(w, "\nstats (before close)")
+	printStats(w, stats)
 	return nil
 }
 
@@ -245,6 +248,23 @@ func printStatus(w io.Writer, statuses []client.ServerStatus) {
 	fmt.Fprintln(tw, "   SERVER\tSTATE\tGENERATION\tTOOLS\tPROTOCOL")
 	for _, s := range statuses {
 		fmt.Fprintf(tw, "   %s\t%s\t%d\t%d\t%s\n", s.Name, s.State, s.Generation, s.Tools, s.Protocol)
+	}
+	tw.Flush()
+}
+
+// printStats prints each server's requests by outcome, its dials and
+// reconnects, and its longest recovery.
+func printStats(w io.Writer, st client.Stats) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "   SERVER\tREQUESTS\tOK\tFAILED\tDIALS\tRECONNECTS\tRETRIES\tWORST RECOVERY")
+	for _, s := range append(st.Servers, st.Total) {
+		name := s.Name
+		if name == "" {
+			name = "(total)"
+		}
+		ok := s.Calls[client.OutcomeOK] + s.Calls[client.OutcomeToolError]
+		fmt.Fprintf(tw, "   %s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", name, s.Requests(), ok, s.Requests()-ok,
+			s.Dials, s.Reconnects, s.Retries, s.WorstRecovery.Round(time.Millisecond))
 	}
 	tw.Flush()
 }

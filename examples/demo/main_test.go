@@ -41,6 +41,9 @@ func TestDemo(t *testing.T) {
 		"notes   Disabling -> Disabled",
 		`call notes__lookup: notes (pid`,
 		"files   Connected -> Closed (generation 2)",
+		"stats (before close)",
+		"SERVER   REQUESTS  OK  FAILED  DIALS  RECONNECTS",
+		"(total)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q", want)

@@ -50,6 +50,31 @@ func (h *host) status(w io.Writer) {
 	tw.Flush()
 }
 
+// stats prints every server's counters: requests by outcome, dials,
+// reconnects, transparent retries, and how long recoveries took.
+func (h *host) stats(w io.Writer) {
+	st := h.m.Stats()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "SERVER\tSTATE\tFOR")
+	for o := client.OutcomeOK; o <= client.OutcomeTooLarge; o++ {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(o.String()))
+	}
+	fmt.Fprintln(tw, "\tIN FLIGHT\tDIALS\tFAILED DIALS\tRECONNECTS\tRETRIES\tLAST RECOVERY\tWORST")
+	for _, s := range append(st.Servers, st.Total) {
+		name, state, since := s.Name, s.State.String(), s.InState.Round(time.Second).String()
+		if name == "" {
+			name, state, since = "(total)", "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s", name, state, since)
+		for o := client.OutcomeOK; o <= client.OutcomeTooLarge; o++ {
+			fmt.Fprintf(tw, "\t%d", s.Calls[o])
+		}
+		fmt.Fprintf(tw, "\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", s.InFlight, s.Dials, s.DialFailures, s.Reconnects,
+			s.Retries, s.LastRecovery.Round(time.Millisecond), s.WorstRecovery.Round(time.Millisecond))
+	}
+	tw.Flush()
+}
+
 // tools lists the View's tools, of one server or of all, and the tools
 // left out of it by a name collision.
 func (h *host) tools(w io.Writer, server string) {

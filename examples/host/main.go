@@ -189,6 +189,8 @@ func (h *host) command(ctx context.Context, line string) bool {
 		h.toggle(ctx, &b, verb, rest)
 	case "stderr":
 		h.stderr(&b, rest)
+	case "stats":
+		h.stats(&b)
 	case "reload":
 		h.reload(ctx, &b)
 	default:
@@ -206,6 +208,7 @@ const helpText = `commands:
   disable <server>        switch a server off
   reconnect <server>      replace a server's runtime, with a fresh reconnect budget
   stderr <server>         the last lines a stdio server wrote to stderr
+  stats                   requests by outcome, dials, reconnects, retries, recovery times
   reload                  re-read the config file and apply what changed
   quit                    close every server and exit
 `

@@ -59,8 +59,8 @@ func TestHost(t *testing.T) {
 
 	h.send("status")
 	h.expect("SERVER", "STATE", "GEN", "TOOLS", "QUARANTINED", "RETRY", "LAST ERROR")
-	h.expectRow("a", "Connected", "1", "4", "0", "-", "-")
-	h.expectRow("b", "Connected", "1", "4", "0", "-", "-")
+	h.expectRow("a", "Connected", "1", "5", "0", "-", "-")
+	h.expectRow("b", "Connected", "1", "5", "0", "-", "-")
 	h.expectRow("broken", "Connecting", "0", "0", "0")
 	h.expectRow("lazy", "Disconnected", "0", "0", "0")
 	h.expectRow("web", "Connected", "1")
@@ -112,6 +112,10 @@ func TestHost(t *testing.T) {
 	h.send("reconnect a")
 	h.expect("reconnect a: done")
 	h.expectEvent(" a ", "-> Connected (generation 2)")
+	h.send("stats")
+	h.expect("SERVER", "OK", "TOOL_ERROR", "DIALS", "RECONNECTS", "WORST")
+	h.expectRow("a", "Connected")
+	h.expectRow("(total)", "-", "-")
 
 	h.send("stderr broken")
 	h.expect("broken! ", faultserver.ExitAtStartLine)
