@@ -88,6 +88,13 @@ func TestApplyReconfiguresInTheStableSlot(t *testing.T) {
 		t.Fatalf("calls: old runtime %d, new runtime %d; want 0 and 1", v1.calls.Load(), v2.calls.Load())
 	}
 	rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting", "Connected")
+	// The old runtime is closed in the background, counted in the slot's
+	// closing group: wait for that, then look.
+	sl, err := m.slot("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl.closing.Wait()
 	if n := v1.openConns(); n != 0 {
 		t.Fatalf("old runtime still open: %d connections", n)
 	}

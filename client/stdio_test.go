@@ -174,8 +174,8 @@ func TestStdioFaults(t *testing.T) {
 		},
 		want: []string{"Connecting", "Connected"},
 		check: func(t *testing.T, st ServerStatus) {
-			if st.Tools != 4 || st.Generation != 1 {
-				t.Errorf("%d tools, generation %d; want 4 (echo, add, sleep, pid), 1", st.Tools, st.Generation)
+			if st.Tools != 5 || st.Generation != 1 {
+				t.Errorf("%d tools, generation %d; want 5 (echo, add, sleep, big, pid), 1", st.Tools, st.Generation)
 			}
 		},
 	}, {
