@@ -56,8 +56,11 @@ type Event struct {
 	NextRetry  time.Time       // when the next dial is due; zero if none
 	Err        error           // the cause, if any
 	Diff       *snapshot.Diff  // for EventCatalog
-	Log        *LogMessage     // for EventLog
-	URI        string          // for EventResourceUpdated
+	// Cached marks an EventCatalog whose catalog came from the catalog
+	// cache (WithCatalogCache), not from the server.
+	Cached bool
+	Log    *LogMessage // for EventLog
+	URI    string      // for EventResourceUpdated
 	// Dropped counts the events this subscriber lost, because its buffer
 	// was full, just before this one.
 	Dropped uint64

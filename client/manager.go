@@ -24,6 +24,7 @@ type Manager struct {
 	ctx     context.Context // parent of every runner and lease; cancelled by Close
 	cancel  context.CancelFunc
 	bus     *bus
+	cache   *catalogCache // nil without WithCatalogCache
 	pub     *catalog.Publisher
 	dialSem *semaphore.Weighted
 
@@ -75,6 +76,9 @@ func New(opts ...Option) *Manager {
 		dialSem:   semaphore.NewWeighted(int64(o.maxDials)),
 		slots:     map[string]*slot{},
 		closeDone: make(chan struct{}),
+	}
+	if o.cachePath != "" {
+		m.cache = openCatalogCache(o.cachePath, o.logger)
 	}
 	go m.bus.run()
 	return m
@@ -306,6 +310,7 @@ func (m *Manager) Close() error {
 	wg.Wait()
 	m.cancel()
 	m.wg.Wait()
+	m.cache.close()
 	m.bus.close()
 	close(m.closeDone)
 	return errors.Join(errs...)

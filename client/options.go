@@ -64,6 +64,7 @@ type options struct {
 	idleProbe        time.Duration // < 0: off
 	limits           Limits        // every field set: defaults, or WithLimits
 	observer         Observer      // nil: none
+	cachePath        string        // WithCatalogCache; empty: no cache
 	naming           catalog.Naming
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option

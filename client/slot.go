@@ -70,6 +70,7 @@ type slot struct {
 	lastStderr []string
 	nextRetry  time.Time
 	legacy     bool // the server rejected 2026-07-28: dial the older handshake first
+	cached     bool // the published catalog came from the catalog cache
 	// What the host asked of the server, told again to every new runtime.
 	logLevel mcp.LoggingLevel // SetLevel's; empty if never set
 	subs     []string         // resource URIs subscribed to, in order
@@ -104,11 +105,17 @@ type slotConfig struct {
 	// What an Observer is told of the transport (see Request).
 	transport, address string
 	port               int
+	// cacheKey names the configuration in the catalog cache; empty: not
+	// cached.
+	cacheKey string
 }
 
 func newSlotConfig(m *Manager, spec ServerSpec, key string) *slotConfig {
 	c := &slotConfig{spec: spec, prefix: spec.ToolPrefix, key: key, limits: spec.Limits.over(m.opts.limits)}
 	c.transport, c.address, c.port = spec.describe()
+	if m.cache != nil {
+		c.cacheKey = cacheKey(spec, key)
+	}
 	limit := m.opts.maxInFlight
 	if spec.MaxInFlight != 0 {
 		limit = spec.MaxInFlight
@@ -172,6 +179,7 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	s.changed = make(chan struct{})
 	s.emitLocked(Event{Kind: EventState, From: from, To: to, Err: cause})
 	if from.Publishes() && !to.Publishes() {
+		s.cached = false
 		if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
 			s.emitLocked(catalogEvent(d))
 		}
@@ -201,9 +209,34 @@ func (s *slot) enableLocked() {
 	s.lastErr = nil
 	if s.config().spec.Lazy {
 		s.setStateLocked(lifecycle.Disconnected, nil)
+	} else {
+		s.connectLocked(lifecycle.Connecting, 0, false)
+	}
+	s.publishCachedLocked()
+}
+
+// publishCachedLocked publishes the server's catalog from the catalog
+// cache, if it has one for this configuration and no runtime has connected
+// yet: the host knows the tools before the first connect.
+func (s *slot) publishCachedLocked() {
+	cfg := s.config()
+	if s.gen != 0 || !s.state.Publishes() {
 		return
 	}
-	s.connectLocked(lifecycle.Connecting, 0, false)
+	cat, ok := s.m.cache.lookup(s.name, cfg.cacheKey)
+	if !ok {
+		return
+	}
+	d, ok := s.m.pub.Publish(cat, cfg.prefix)
+	if !ok {
+		return
+	}
+	s.cached = true
+	if !d.Empty() {
+		e := catalogEvent(d)
+		e.Cached = true
+		s.emitLocked(e)
+	}
 }
 
 // connectLocked moves to state to and makes sure a connect loop runs; an
@@ -399,7 +432,10 @@ func (s *slot) installLocked(l *lease) {
 	l.connectedAt = s.m.opts.clock.Now()
 	l.catalog.Generation = s.gen
 	l.catalog.Seal()
-	diff, published := s.m.pub.Publish(l.catalog, s.config().prefix)
+	cfg := s.config()
+	diff, published := s.m.pub.Publish(l.catalog, cfg.prefix)
+	s.cached = false
+	s.m.cache.save(cfg.cacheKey, l.catalog)
 	s.setStateLocked(lifecycle.Connected, nil)
 	if published && !diff.Empty() {
 		s.emitLocked(catalogEvent(diff))
@@ -445,8 +481,12 @@ func (s *slot) applyRefresh(l *lease, which uint32, fresh *catalog.Catalog, err 
 	}
 	s.catalogErr = nil
 	l.markAnswered()
-	if d, ok := s.m.pub.Publish(next, s.config().prefix); ok && !d.Empty() {
-		s.emitLocked(catalogEvent(d))
+	cfg := s.config()
+	if d, ok := s.m.pub.Publish(next, cfg.prefix); ok {
+		s.m.cache.save(cfg.cacheKey, next)
+		if !d.Empty() {
+			s.emitLocked(catalogEvent(d))
+		}
 	}
 }
 
@@ -740,6 +780,7 @@ func (s *slot) statusLocked() ServerStatus {
 	v := s.m.pub.View()
 	if c, ok := v.Catalog(s.name); ok {
 		st.Tools = len(c.Tools)
+		st.Cached = s.cached
 		st.ServerInfo = c.ServerInfo
 	}
 	for _, q := range v.Quarantined() {

@@ -22,7 +22,10 @@ type ServerStatus struct {
 	ConnectedAt  time.Time // when the current runtime connected; zero if none
 	InFlight     int64     // calls in flight on the current runtime
 	Tools        int       // tools in the published catalog
-	ServerInfo   mcp.Implementation
+	// Cached reports that the published catalog came from the catalog
+	// cache: no runtime of this server has connected since it was added.
+	Cached     bool
+	ServerInfo mcp.Implementation
 	// Protocol is the MCP protocol version the current runtime speaks.
 	Protocol string
 	// Stderr holds the last lines a stdio server wrote to stderr: of the
