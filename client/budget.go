@@ -138,7 +138,8 @@ func (t *tally) add(err error) {
 	t.total.Add(1)
 	t.pending.Add(1)
 	if err != nil {
-		t.lastErr.Store(&err)
+		e := err // escapes only on this path: a drop allocates nothing
+		t.lastErr.Store(&e)
 	}
 }
 
