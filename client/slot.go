@@ -950,25 +950,27 @@ func (s *slot) report(t *tally, e Event) {
 			}
 		}
 		n := t.pending.Swap(0)
-		s.mu.Lock()
-		closed := s.state == lifecycle.Closed
 		if e.Kind == EventNotificationsDropped {
 			e.Err = &ServerError{Server: s.name, Op: "notifications", Err: notificationRateError(s.config().limits)}
-			if l := s.lease; l != nil {
-				l.refreshIfDirty()
-			}
 		} else {
 			e.Err = t.err()
 		}
+		// The record is written before the event is queued, so that whoever
+		// sees the event finds the record already there.
+		if n > 0 {
+			s.m.opts.logger.Warn("mcpfleet: a server is over its limits", "server", s.name,
+				"event", e.Kind.String(), "count", n, "error", e.Err)
+		}
+		s.mu.Lock()
+		closed := s.state == lifecycle.Closed
 		if n > 0 && !closed {
 			e.Count = n
 			s.emitLocked(e)
 		}
-		s.mu.Unlock()
-		if n > 0 && !closed {
-			s.m.opts.logger.Warn("mcpfleet: a server is over its limits", "server", s.name,
-				"event", e.Kind.String(), "count", n, "error", e.Err)
+		if l := s.lease; l != nil && e.Kind == EventNotificationsDropped {
+			l.refreshIfDirty()
 		}
+		s.mu.Unlock()
 		t.last = clock.Now()
 		t.running.Store(false)
 		if closed || t.pending.Load() == 0 || !t.claim() {
