@@ -13,6 +13,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/time/rate"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
 // Errors of the limits a server is held to.
@@ -154,4 +156,106 @@ func (t *tally) err() error {
 		return *p
 	}
 	return nil
+}
+
+// The methods below write only the slot's tallies (atomics, and the report
+// goroutine's own) and read the rest under the slot's lock.
+
+// allowNotification spends one notification of the budget, or counts it
+// as dropped and reports it. It runs on the transport's goroutine for every
+// notification: it never blocks, and allocates nothing.
+func (s *slot) allowNotification() bool {
+	b := s.config().notes
+	if b == nil || b.AllowN(s.m.opts.clock.Now(), 1) {
+		return true
+	}
+	s.tallied(&s.dropped, Event{Kind: EventNotificationsDropped}, nil)
+	return false
+}
+
+// admitRequest takes a place in g for a request of the host by the server
+// (method: one of req…), or refuses it: the error, naming the server,
+// the method and the limit, goes back to the server, and is counted and
+// reported. An admitted request is released to g.
+func (s *slot) admitRequest(g *requestGate, method int) error {
+	err := g.admit(s.m.opts.clock.Now())
+	if err == nil {
+		return nil
+	}
+	name := serverRequestMethods[method]
+	err = &ServerError{Server: s.name, Op: name, Err: err}
+	s.tallied(&s.refused[method], Event{Kind: EventServerRequestRefused, Method: name}, err)
+	return err
+}
+
+// tallied counts one in t and makes sure a report goroutine will tell the
+// host: e is the event to report with, its Count filled in. No goroutine is
+// started for a closed slot, so that Close, which waits for the manager's
+// goroutines after closing every slot, never waits for one started late.
+func (s *slot) tallied(t *tally, e Event, err error) {
+	t.add(err)
+	if !t.claim() {
+		return // the running report will see it
+	}
+	s.mu.Lock()
+	if s.state == lifecycle.Closed {
+		s.mu.Unlock()
+		t.running.Store(false)
+		return
+	}
+	s.m.wg.Add(1)
+	s.mu.Unlock()
+	go s.report(t, e)
+}
+
+// report emits e with what t counted since its last event, and goes on
+// while more comes, at most one event every reportEvery: the first at once,
+// the rest summed up. A report of dropped notifications also starts a
+// catalog refresh that a dropped list_changed left pending, so that no
+// change of the server's lists is lost to the budget for longer than that.
+// The manager's log gets one record per event, never one per drop.
+func (s *slot) report(t *tally, e Event) {
+	defer s.m.wg.Done()
+	clock := s.m.opts.clock
+	for {
+		if !t.last.IsZero() {
+			if wait := t.last.Add(reportEvery).Sub(clock.Now()); wait > 0 {
+				c, stop := clock.NewTimer(wait)
+				select {
+				case <-c:
+				case <-s.m.ctx.Done():
+					stop()
+					t.running.Store(false)
+					return
+				}
+			}
+		}
+		n := t.pending.Swap(0)
+		if e.Kind == EventNotificationsDropped {
+			e.Err = &ServerError{Server: s.name, Op: "notifications", Err: notificationRateError(s.config().limits)}
+		} else {
+			e.Err = t.err()
+		}
+		// The record is written before the event is queued, so that whoever
+		// sees the event finds the record already there.
+		if n > 0 {
+			s.m.opts.logger.Warn("mcpfleet: a server is over its limits", "server", s.name,
+				"event", e.Kind.String(), "count", n, "error", e.Err)
+		}
+		s.mu.Lock()
+		closed := s.state == lifecycle.Closed
+		if n > 0 && !closed {
+			e.Count = n
+			s.emitLocked(e)
+		}
+		if l := s.lease; l != nil && e.Kind == EventNotificationsDropped {
+			l.refreshIfDirty()
+		}
+		s.mu.Unlock()
+		t.last = clock.Now()
+		t.running.Store(false)
+		if closed || t.pending.Load() == 0 || !t.claim() {
+			return
+		}
+	}
 }
