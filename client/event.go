@@ -33,9 +33,28 @@ const (
 	// SubscribeResource changed (notifications/resources/updated); URI
 	// names it, and may be a sub-resource of the one subscribed to.
 	EventResourceUpdated
+	// EventNotificationsDropped: the server sent notifications faster than
+	// its Limits.NotificationRate, and Count of them (logs, progress,
+	// resource updates, list_changed) were dropped since the last such
+	// event; Err wraps ErrNotificationRate and names the limit. It comes at
+	// once, then at most once a second while the server keeps it up, so it
+	// cannot flood the host itself. A dropped list_changed is not lost: the
+	// report starts the refresh it would have. A dropped resource update
+	// is: a host that must not miss one reads its subscribed resources
+	// again on this event.
+	EventNotificationsDropped
+	// EventServerRequestRefused: the server asked something of the host
+	// (Method: sampling/createMessage, elicitation/create or roots/list)
+	// beyond its Limits.MaxServerRequests or ServerRequestRate, and Count
+	// such requests were refused since the last such event for the method;
+	// Err is the last refusal, wrapping ErrServerRequestLimit and naming
+	// the limit. Like EventNotificationsDropped it comes at most once a
+	// second per server and method.
+	EventServerRequestRefused
 )
 
-var eventKindNames = [...]string{"state", "retry", "catalog", "close-error", "catalog-error", "log", "resource-updated"}
+var eventKindNames = [...]string{"state", "retry", "catalog", "close-error", "catalog-error", "log",
+	"resource-updated", "notifications-dropped", "server-request-refused"}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(eventKindNames) {
@@ -61,6 +80,10 @@ type Event struct {
 	Cached bool
 	Log    *LogMessage // for EventLog
 	URI    string      // for EventResourceUpdated
+	Method string      // for EventServerRequestRefused
+	// Count is, for EventNotificationsDropped and EventServerRequestRefused,
+	// how many were dropped or refused since the last event of its kind.
+	Count uint64
 	// Dropped counts the events this subscriber lost, because its buffer
 	// was full, just before this one.
 	Dropped uint64

@@ -180,3 +180,39 @@ func ExampleLoadConfig() {
 	// apply: added docs
 	// docs Disabled
 }
+
+// A server that sends more notifications than its budget allows has the
+// rest dropped before they cost the host anything: the host is told in an
+// event (at once, then at most once a second), and the server's status
+// counts them.
+func ExampleLimits_notificationRate() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv := server.NewMCPServer("chatty", "1.0", server.WithToolCapabilities(false))
+	srv.AddTool(mcp.NewTool("chatter"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for range 50 {
+			_ = srv.SendNotificationToClient(ctx, "notifications/resources/updated", map[string]any{"uri": "file:///chatter"})
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	m := client.New(client.WithLimits(client.Limits{NotificationRate: 5}))
+	defer m.Close()
+	events, unsubscribe := m.Subscribe(256)
+	defer unsubscribe()
+	if err := m.Add(ctx, "chatty", client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
+		panic(err)
+	}
+	if _, err := m.CallTool(ctx, "chatty", "chatter", nil); err != nil {
+		panic(err)
+	}
+	for e := range events {
+		if e.Kind == client.EventNotificationsDropped {
+			fmt.Println(errors.Is(e.Err, client.ErrNotificationRate))
+			fmt.Println(e.Err)
+			break
+		}
+	}
+	// Output:
+	// true
+	// mcpfleet: server "chatty": notifications: over the notification rate: 5 a second (limits.notificationRate = 5, in bursts of 10)
+}

@@ -188,21 +188,31 @@ type leaseHandlers struct {
 	l *lease
 }
 
-// bind returns a context for the host's handler that also ends when the
-// lease is detached, or ErrDetachedRuntime if it already was.
-func (h *leaseHandlers) bind(ctx context.Context, method string) (context.Context, context.CancelFunc, error) {
+// bind admits a request of the server's to the host's handler, and returns
+// a context for the handler that also ends when the lease is detached, and
+// the function to call when the handler returned. It refuses the request
+// with ErrDetachedRuntime if the lease was detached already, and with
+// ErrServerRequestLimit (naming the limit, for the server to read) if the
+// server is over its Limits: too many requests open with the host, or too
+// many a second. method is one of req….
+func (h *leaseHandlers) bind(ctx context.Context, method int) (context.Context, func(), error) {
+	s := h.l.slot
 	if h.l.ctx.Err() != nil {
 		h.m.opts.logger.Info("mcpfleet: refused a request from a detached runtime",
-			"server", h.l.slot.name, "generation", h.l.gen, "method", method)
-		return nil, nil, fmt.Errorf("%w: server %q, %s", ErrDetachedRuntime, h.l.slot.name, method)
+			"server", s.name, "generation", h.l.gen, "method", serverRequestMethods[method])
+		return nil, nil, fmt.Errorf("%w: server %q, %s", ErrDetachedRuntime, s.name, serverRequestMethods[method])
+	}
+	g := s.config().requests
+	if err := s.admitRequest(g, method); err != nil {
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(h.l.ctx, cancel)
-	return ctx, func() { stop(); cancel() }, nil
+	return ctx, func() { stop(); cancel(); g.release() }, nil
 }
 
 func (h *leaseHandlers) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	ctx, done, err := h.bind(ctx, string(mcp.MethodSamplingCreateMessage))
+	ctx, done, err := h.bind(ctx, reqSampling)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +228,7 @@ func (h *leaseHandlers) Elicit(ctx context.Context, req mcp.ElicitationRequest) 
 	if !slices.Contains(h.m.opts.elicitModes, mode) {
 		return nil, fmt.Errorf("mcpfleet: elicitation mode %q not supported by this client", mode)
 	}
-	ctx, done, err := h.bind(ctx, string(mcp.MethodElicitationCreate))
+	ctx, done, err := h.bind(ctx, reqElicitation)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +237,7 @@ func (h *leaseHandlers) Elicit(ctx context.Context, req mcp.ElicitationRequest) 
 }
 
 func (h *leaseHandlers) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	_, done, err := h.bind(ctx, string(mcp.MethodListRoots))
+	_, done, err := h.bind(ctx, reqRoots)
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,11 @@ const (
 )
 
 // onNotification runs on the transport's goroutine; it only marks work or
-// hands the notification on without blocking.
+// hands the notification on without blocking. Every notification the
+// Manager acts on is first charged to the server's budget (before it is
+// decoded): one over the rate is dropped and counted. A dropped
+// list_changed still marks its list, which the next refresh fetches, or
+// the drop report, at most a second later, asks for.
 func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 	var bit uint32
 	switch n.Method {
@@ -63,22 +67,43 @@ func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 		bit = dirtyPrompts
 	case mcp.MethodNotificationResourcesListChanged:
 		bit = dirtyResources
-	case string(mcp.MethodNotificationProgress):
-		l.onProgress(n)
-		return
-	case string(mcp.MethodNotificationMessage):
-		l.onLog(n)
-		return
-	case mcp.MethodNotificationResourceUpdated:
-		l.onResourceUpdated(n)
-		return
+	case string(mcp.MethodNotificationProgress), string(mcp.MethodNotificationMessage),
+		mcp.MethodNotificationResourceUpdated:
 	default:
 		return
 	}
-	l.dirty.Or(bit)
+	if !l.slot.allowNotification() {
+		if bit != 0 {
+			l.dirty.Or(bit)
+		}
+		return
+	}
+	switch n.Method {
+	case string(mcp.MethodNotificationProgress):
+		l.onProgress(n)
+	case string(mcp.MethodNotificationMessage):
+		l.onLog(n)
+	case mcp.MethodNotificationResourceUpdated:
+		l.onResourceUpdated(n)
+	default:
+		l.dirty.Or(bit)
+		l.wantRefresh()
+	}
+}
+
+// wantRefresh asks the watcher for a refresh of the marked lists.
+func (l *lease) wantRefresh() {
 	select {
 	case l.kick <- struct{}{}:
-	default: // a refresh is already queued; it will see the bit
+	default: // a refresh is already queued; it will see the bits
+	}
+}
+
+// refreshIfDirty asks for a refresh if lists are marked: those whose
+// list_changed the budget dropped.
+func (l *lease) refreshIfDirty() {
+	if l.dirty.Load() != 0 {
+		l.wantRefresh()
 	}
 }
 

@@ -44,13 +44,22 @@ type Limits struct {
 	MaxCatalogItems int
 	MaxCatalogPages int
 	// NotificationRate is how many notifications a second the server may
-	// send, in bursts of twice as many. The rest are dropped and counted
-	// in its status, never queued.
+	// send (logs, progress, resource updates, list_changed; one budget for
+	// all), in bursts of twice as many. The rest are dropped before they
+	// are decoded, never queued: counted in ServerStatus.DroppedNotifications
+	// and reported by EventNotificationsDropped. A dropped log message
+	// makes neither an EventLog nor a record in the Manager's log, so the
+	// budget bounds those too.
 	NotificationRate float64
 	// MaxServerRequests is how many requests the server may have open with
-	// the host at once, and ServerRequestRate how many a second it may
-	// make (bursts of twice as many). Over either it gets a JSON-RPC error
-	// and the host an event.
+	// the host at once (sampling, elicitation and roots together), and
+	// ServerRequestRate how many a second it may make (bursts of twice as
+	// many). A request over either is answered at once with a JSON-RPC
+	// error that names the limit (ErrServerRequestLimit), never reaches the
+	// host's handler, and is counted in ServerStatus.RefusedServerRequests
+	// and reported by EventServerRequestRefused. The limits hold however
+	// the requests come: as requests of the server's on the older
+	// protocols, or as the input requests of a 2026-07-28 result.
 	MaxServerRequests int
 	ServerRequestRate float64
 }

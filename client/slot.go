@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
 
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/internal/machine"
@@ -40,6 +41,12 @@ type slot struct {
 	// cfg is what the slot was configured with: read without the lock,
 	// replaced whole (under mu) only by reconfigure.
 	cfg atomic.Pointer[slotConfig]
+	// What the slot's limits dropped and refused (budget.go), for its
+	// status and its events: atomics and the report goroutine's own, like
+	// the counters they are written outside this file; they live as long
+	// as the slot, across runtimes and configurations.
+	dropped tally                    // notifications over the rate
+	refused [numServerRequests]tally // the server's requests of the host, by method
 
 	// closing counts this slot's detached runtimes still being closed in
 	// the background, and runners counts its connect loops, abandoned ones
@@ -96,6 +103,11 @@ type slotConfig struct {
 	spec   ServerSpec
 	prefix string              // spec.ToolPrefix
 	sem    *semaphore.Weighted // per-server in-flight limit; nil means none
+	// notes is the notification budget (nil: off) and requests the gate of
+	// the server's requests of the host. Both have their own
+	// synchronization; a new configuration starts them afresh.
+	notes    *rate.Limiter
+	requests *requestGate
 	// key identifies the config entry a slot made by Apply came from;
 	// empty for a slot made by Add.
 	key string
@@ -123,6 +135,8 @@ func newSlotConfig(m *Manager, spec ServerSpec, key string) *slotConfig {
 	if limit > 0 {
 		c.sem = semaphore.NewWeighted(int64(limit))
 	}
+	c.notes = newBucket(c.limits.NotificationRate)
+	c.requests = newRequestGate(c.limits)
 	return c
 }
 
@@ -768,6 +782,11 @@ func (s *slot) statusLocked() ServerStatus {
 		NextRetry:    s.nextRetry,
 		LastError:    s.lastErr,
 		CatalogError: s.catalogErr,
+
+		DroppedNotifications: s.dropped.total.Load(),
+	}
+	for i := range s.refused {
+		st.RefusedServerRequests += s.refused[i].total.Load()
 	}
 	if l := s.lease; l != nil {
 		st.ConnectedAt = l.connectedAt

@@ -35,4 +35,11 @@ type ServerStatus struct {
 	// Quarantined lists this server's tools left out of the View because
 	// another server's tool holds the same qualified name.
 	Quarantined []snapshot.Quarantine
+	// DroppedNotifications counts the notifications the server sent over
+	// its Limits.NotificationRate, dropped since it was added.
+	DroppedNotifications uint64
+	// RefusedServerRequests counts the requests the server made of the host
+	// over its Limits.MaxServerRequests or ServerRequestRate, refused since
+	// it was added.
+	RefusedServerRequests uint64
 }

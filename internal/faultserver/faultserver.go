@@ -163,6 +163,8 @@ func run(mode string) int {
 		keepAfterEOF = true
 	case modeSleeper:
 		sleepForever()
+	case ModeFlood:
+		return runFlood()
 	default:
 		logf("unknown mode %q", mode)
 		return 64
