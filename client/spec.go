@@ -93,7 +93,8 @@ func (s ServerSpec) dialer(o *options, legacy bool, limits Limits) Dialer {
 	switch {
 	case s.Stdio != nil:
 		spec := *s.Stdio
-		opts := append([]stdio.Option{stdio.WithMaxMessageBytes(limits.MaxMessageBytes)}, o.stdioOptions...)
+		opts := append([]stdio.Option{stdio.WithMaxMessageBytes(limits.MaxMessageBytes),
+			stdio.WithStderrLogRate(limits.NotificationRate)}, o.stdioOptions...)
 		return func(ctx context.Context) (Conn, error) { return stdio.Dial(ctx, spec, opts...) }
 	case s.HTTP != nil:
 		spec := *s.HTTP

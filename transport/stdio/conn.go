@@ -168,7 +168,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 
 	go func() {
 		defer close(c.stderrDone)
-		drainStderr(stderrR, c.ring, o.logger, o.logLevel, c.pid)
+		drainStderr(stderrR, c.ring, o.logger, o.logLevel, o.logRate, c.pid)
 	}()
 	go c.watch()
 

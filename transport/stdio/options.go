@@ -40,7 +40,8 @@ type options struct {
 	stderrBytes int
 	logger      *slog.Logger
 	logLevel    slog.Level
-	maxMessage  int64 // 0: no limit
+	maxMessage  int64   // 0: no limit
+	logRate     float64 // stderr lines logged per second; 0: no limit
 }
 
 func defaultOptions() options {
@@ -106,4 +107,13 @@ func WithStderrLogger(l *slog.Logger, level slog.Level) Option {
 // Zero or less means no limit, the default.
 func WithMaxMessageBytes(n int64) Option {
 	return func(o *options) { o.maxMessage = max(n, 0) }
+}
+
+// WithStderrLogRate bounds how many stderr lines a second are mirrored to
+// the WithStderrLogger logger, in bursts of twice as many: a child that
+// floods its stderr cannot flood the host's logs. Lines over the rate are
+// still kept in the ring buffer; how many were not logged is logged, at
+// most once a second. Zero or less means no limit, the default.
+func WithStderrLogRate(perSecond float64) Option {
+	return func(o *options) { o.logRate = max(perSecond, 0) }
 }

@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // truncatedMark ends a stderr line that was longer than MaxStderrLine.
@@ -97,18 +100,35 @@ func (c countingReader) Read(p []byte) (int, error) {
 // closed by Close, splitting it into lines for the ring (and the logger).
 // It never stops reading early: a child blocked on a full stderr pipe stops
 // answering on stdout too, which would look like a hang.
-func drainStderr(src io.Reader, r *ring, logger *slog.Logger, level slog.Level, pid int) {
+func drainStderr(src io.Reader, r *ring, logger *slog.Logger, level slog.Level, logRate float64, pid int) {
 	br := bufio.NewReaderSize(countingReader{src, r}, 4096)
 	cur := make([]byte, 0, MaxStderrLine)
 	truncated := false
+	var (
+		limit    *rate.Limiter // nil: every line is logged
+		unlogged int
+		lastNote time.Time
+	)
+	if logRate > 0 {
+		limit = rate.NewLimiter(rate.Limit(logRate), max(int(2*logRate), 1))
+	}
 	emit := func() {
 		line := strings.TrimRight(string(cur), "\r")
 		if truncated {
 			line += truncatedMark
 		}
 		r.add(line)
-		if logger != nil {
+		switch {
+		case logger == nil:
+		case limit == nil || limit.Allow():
 			logger.Log(context.Background(), level, "mcp server stderr", "pid", pid, "line", line)
+		default:
+			unlogged++
+			if now := time.Now(); now.Sub(lastNote) >= time.Second {
+				logger.Log(context.Background(), level, "mcp server stderr over the log rate; lines kept, not logged",
+					"pid", pid, "unlogged", unlogged)
+				unlogged, lastNote = 0, now
+			}
 		}
 		cur = cur[:0]
 		truncated = false
