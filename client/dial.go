@@ -71,7 +71,12 @@ func (m *Manager) closeConn(c Conn) {
 // are returned with the error.
 func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]Conn) (*lease, []string, error) {
 	m := s.m
-	conn, err := s.config().spec.dialer(&m.opts, legacy)(ctx)
+	cfg := s.config()
+	var auth mcphttp.Authorizer
+	if cfg.auth != nil {
+		auth = cfg.auth
+	}
+	conn, err := cfg.spec.dialer(&m.opts, legacy, auth)(ctx)
 	if err != nil {
 		return nil, nil, wrapCause("dial", err)
 	}

@@ -58,6 +58,10 @@ type Event struct {
 	Diff       *snapshot.Diff  // for EventCatalog
 	Log        *LogMessage     // for EventLog
 	URI        string          // for EventResourceUpdated
+	// AuthorizationURL is where the user authorizes the client, for an
+	// EventState to NeedsAuthorization (empty if none could be made: Err
+	// says why). Complete it with CompleteAuthorization.
+	AuthorizationURL string
 	// Dropped counts the events this subscriber lost, because its buffer
 	// was full, just before this one.
 	Dropped uint64

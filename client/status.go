@@ -32,4 +32,7 @@ type ServerStatus struct {
 	// Quarantined lists this server's tools left out of the View because
 	// another server's tool holds the same qualified name.
 	Quarantined []snapshot.Quarantine
+	// AuthorizationURL is where the user authorizes the client while the
+	// server is NeedsAuthorization.
+	AuthorizationURL string
 }
