@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-oauth2/oauth2/v4"
+	oauth2 "github.com/go-oauth2/oauth2/v4"
 	"github.com/go-oauth2/oauth2/v4/manage"
 	"github.com/go-oauth2/oauth2/v4/models"
 	"github.com/go-oauth2/oauth2/v4/server"
@@ -34,6 +34,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/httpserver"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
 // Scope is the scope the MCP server lists in its protected resource
@@ -44,7 +45,8 @@ const Scope = "mcp:tools"
 type Options struct {
 	// AccessTokenExp is the lifetime of access tokens. Defaults to an hour.
 	AccessTokenExp time.Duration
-	// Clients are pre-registered confidential clients: id → secret.
+	// Clients are pre-registered confidential clients: id → secret. Their
+	// redirect URI is oauth.Config's default.
 	Clients map[string]string
 }
 
@@ -86,7 +88,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s.manager.MapTokenStorage(s.tokens)
 	s.manager.MapClientStorage(s.clients)
 	for id, secret := range opts.Clients {
-		_ = s.clients.Set(id, &models.Client{ID: id, Secret: secret, Domain: "http://127.0.0.1"})
+		_ = s.clients.Set(id, &models.Client{ID: id, Secret: secret, Domain: oauth.Config{}.Redirect()})
 	}
 	srvCfg := server.NewConfig()
 	srvCfg.ForcePKCE = true
