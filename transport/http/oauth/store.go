@@ -29,10 +29,7 @@ type Token struct {
 	Scopes []string `json:"scopes,omitempty"`
 }
 
-func (t *Token) String() string {
-	if t == nil {
-		return "<no token>"
-	}
+func (t Token) String() string {
 	s := "token(access=<redacted>"
 	if t.RefreshToken != "" {
 		s += " refresh=<redacted>"
@@ -47,13 +44,13 @@ func (t *Token) String() string {
 }
 
 // GoString is String: %#v shows no secret either.
-func (t *Token) GoString() string { return t.String() }
+func (t Token) GoString() string { return t.String() }
 
 // Format prints the redacted form for every verb.
-func (t *Token) Format(f fmt.State, _ rune) { fmt.Fprint(f, t.String()) }
+func (t Token) Format(f fmt.State, _ rune) { fmt.Fprint(f, t.String()) }
 
 // LogValue logs the token without its secrets.
-func (t *Token) LogValue() slog.Value { return slog.StringValue(t.String()) }
+func (t Token) LogValue() slog.Value { return slog.StringValue(t.String()) }
 
 // Client is the identity the client used with an authorization server: a
 // pre-registered client, a Client ID Metadata Document URL, or a client it
@@ -70,10 +67,7 @@ type Client struct {
 	Registered  bool   `json:"registered,omitempty"`
 }
 
-func (c *Client) String() string {
-	if c == nil {
-		return "<no client>"
-	}
+func (c Client) String() string {
 	s := "client(" + c.ID
 	if c.Secret != "" {
 		s += " secret=<redacted>"
@@ -82,13 +76,13 @@ func (c *Client) String() string {
 }
 
 // GoString is String.
-func (c *Client) GoString() string { return c.String() }
+func (c Client) GoString() string { return c.String() }
 
 // Format prints the redacted form for every verb.
-func (c *Client) Format(f fmt.State, _ rune) { fmt.Fprint(f, c.String()) }
+func (c Client) Format(f fmt.State, _ rune) { fmt.Fprint(f, c.String()) }
 
 // LogValue logs the client without its secret.
-func (c *Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
+func (c Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // Entry is what a TokenStore keeps for one server: its token and the facts
 // needed to refresh it without asking the server again.
@@ -103,21 +97,18 @@ type Entry struct {
 	Token         *Token  `json:"token,omitempty"`
 }
 
-func (e *Entry) String() string {
-	if e == nil {
-		return "<no entry>"
-	}
+func (e Entry) String() string {
 	return fmt.Sprintf("entry(%s issuer=%s %v %v)", e.Resource, e.Issuer, e.Client, e.Token)
 }
 
 // GoString is String.
-func (e *Entry) GoString() string { return e.String() }
+func (e Entry) GoString() string { return e.String() }
 
 // Format prints the redacted form for every verb.
-func (e *Entry) Format(f fmt.State, _ rune) { fmt.Fprint(f, e.String()) }
+func (e Entry) Format(f fmt.State, _ rune) { fmt.Fprint(f, e.String()) }
 
 // LogValue logs the entry without its secrets.
-func (e *Entry) LogValue() slog.Value { return slog.StringValue(e.String()) }
+func (e Entry) LogValue() slog.Value { return slog.StringValue(e.String()) }
 
 func (e *Entry) clone() *Entry {
 	if e == nil {
