@@ -411,3 +411,41 @@ func TestOAuthSecretsNeverShown(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// Reconnect, Disable and Enable work from NeedsAuthorization: a redial
+// with no token lands there again, with no budget spent; a disabled server
+// leaves it.
+func TestOAuthNeedsAuthorizationTransitions(t *testing.T) {
+	srv := oauthtest.Start(t, oauthtest.Options{})
+	m := newTestManager(t)
+	r := record(m)
+	mustAdd(t, m, "s", oauthSpec(srv))
+	mustWait(t, m, "s", lifecycle.NeedsAuthorization)
+	if err := m.Reconnect(testCtx(t), "s"); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, func(e Event) bool { return e.From == lifecycle.Connecting && e.To == lifecycle.NeedsAuthorization && e.Seq > 3 })
+	if st := mustStatus(t, m, "s"); st.State != lifecycle.NeedsAuthorization || st.Attempt != 0 {
+		t.Fatalf("status after Reconnect = %v attempt %d", st.State, st.Attempt)
+	}
+	if err := m.Disable(testCtx(t), "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Enable(testCtx(t), "s"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	r.wait(t, func(e Event) bool {
+		if e.Kind == EventState && e.To == lifecycle.NeedsAuthorization {
+			n++
+		}
+		return n == 3
+	})
+	want := []string{"Connecting", "NeedsAuthorization", "Connecting", "NeedsAuthorization", "Disabling", "Disabled", "Connecting", "NeedsAuthorization"}
+	if got := states(r.snapshot(), "s"); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("states = %v, want %v", got, want)
+	}
+	if n := srv.Authorizations(); n != 0 {
+		t.Errorf("authorizations = %d with no user", n)
+	}
+}
