@@ -424,7 +424,9 @@ func TestOAuthNeedsAuthorizationTransitions(t *testing.T) {
 	if err := m.Reconnect(testCtx(t), "s"); err != nil {
 		t.Fatal(err)
 	}
-	r.wait(t, func(e Event) bool { return e.From == lifecycle.Connecting && e.To == lifecycle.NeedsAuthorization && e.Seq > 3 })
+	r.wait(t, func(e Event) bool {
+		return e.From == lifecycle.Connecting && e.To == lifecycle.NeedsAuthorization && e.Seq > 3
+	})
 	if st := mustStatus(t, m, "s"); st.State != lifecycle.NeedsAuthorization || st.Attempt != 0 {
 		t.Fatalf("status after Reconnect = %v attempt %d", st.State, st.Attempt)
 	}
