@@ -295,6 +295,12 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, opts []CallOption,
 			return res, nil
 		}
 		cause = err
+		if needsUser(err) && ctx.Err() == nil {
+			// Not run: the server refused the credentials, and only the
+			// user can give better ones.
+			s.needsAuthorization(l, err)
+			return zero, &ServerError{Server: server, Err: &AuthorizationError{URL: s.authURL(), Cause: err}}
+		}
 		switch classify(ctx, l.conn, err) {
 		case outcomeResult:
 			l.markAnswered()
@@ -412,6 +418,10 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 			s.pullLocked()
 		case lifecycle.PermanentlyFailed:
 			err := serverError(ErrPermanentlyFailed, s.name, notCanceled(s.lastErr))
+			s.mu.Unlock()
+			return nil, err
+		case lifecycle.NeedsAuthorization:
+			err := s.authorizationErrorLocked()
 			s.mu.Unlock()
 			return nil, err
 		case lifecycle.Disabling, lifecycle.Disabled:

@@ -497,7 +497,7 @@ func TestClientRoleDetachedRequestRefused(t *testing.T) {
 			gate := make(chan struct{})
 			h := &host{}
 			m := newTestManager(t, WithSamplingHandler(h.sample), WithCloseTimeout(20*time.Second))
-			inner := spec.dialer(&m.opts, false, m.opts.limits)
+			inner := spec.dialer(&m.opts, false, m.opts.limits, nil)
 			spec = ServerSpec{Dialer: func(ctx context.Context) (Conn, error) {
 				c, err := inner(ctx)
 				if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
@@ -41,6 +42,14 @@ type ServerConfig struct {
 	Cwd     string
 	URL     string
 	Headers map[string]string
+	// OAuth is the "oauth" block of an HTTP server: clientId,
+	// clientSecret, scopes, callbackPort or redirectUri, grant
+	// ("authorization_code", "client_credentials"), and
+	// clientMetadataUrl, tokenEndpointAuthMethod, privateKey,
+	// signingAlgorithm, clientName. The names follow Claude Code's and
+	// Gemini CLI's oauth blocks where they have one. The client secret and
+	// the private key are secrets.
+	OAuth *oauth.Config
 
 	// Disabled adds the server switched off.
 	Disabled bool
@@ -106,7 +115,9 @@ var (
 	// Each entry key maps to whether it is known; aliases spell the same
 	// field differently across hosts.
 	serverKeys = []string{"type", "transport", "command", "args", "env", "cwd", "url", "headers",
-		"disabled", "required", "lazy", "timeout", "reconnect", "toolPrefix", "envFile", "limits"}
+		"disabled", "required", "lazy", "timeout", "reconnect", "toolPrefix", "envFile", "limits", "oauth"}
+	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
+		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName"}
 	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
 		"maxElapsed", "stableAfter", "probeInterval"}
 )
@@ -213,6 +224,8 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 			sc.Reconnect = p.policy(name, v)
 		case "limits":
 			sc.Limits = p.limits(name, v)
+		case "oauth":
+			sc.OAuth = p.oauth(name, v)
 		case "envFile":
 			p.errorf(name, k, "not supported; put the variables in env")
 		default:
@@ -250,6 +263,14 @@ func (p *configParser) check(name string, sc *ServerConfig) {
 	}
 	if sc.Type == "stdio" && (sc.URL != "" || len(sc.Headers) > 0) {
 		p.errorf(name, "url", "url and headers do not apply to a stdio server")
+	}
+	if sc.Type == "stdio" && sc.OAuth != nil {
+		p.errorf(name, "oauth", "oauth does not apply to a stdio server")
+	}
+	if sc.OAuth != nil {
+		if err := sc.OAuth.Validate(); err != nil {
+			p.errorf(name, "oauth", "%s", strings.TrimPrefix(err.Error(), "mcpfleet: oauth: "))
+		}
 	}
 	if sc.Type != "stdio" && sc.Type != "" && (sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "") {
 		p.errorf(name, "command", "command, args, env and cwd do not apply to a %s server", sc.Type)
@@ -409,6 +430,78 @@ func (p *configParser) limitNumber(server, field string, v json.RawMessage, size
 	return 0
 }
 
+// oauth parses an "oauth" block.
+func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+		p.errorf(server, "oauth", "must be an object")
+		return nil
+	}
+	var c oauth.Config
+	for _, k := range sortedKeys(fields) {
+		f, v := "oauth."+k, fields[k]
+		switch k {
+		case "clientId":
+			c.ClientID = p.str(server, f, v)
+		case "clientSecret":
+			c.ClientSecret = p.str(server, f, v)
+		case "redirectUri":
+			c.RedirectURI = p.str(server, f, v)
+		case "clientMetadataUrl":
+			c.ClientMetadataURL = p.str(server, f, v)
+		case "tokenEndpointAuthMethod":
+			c.TokenEndpointAuthMethod = p.str(server, f, v)
+		case "privateKey":
+			c.PrivateKey = p.str(server, f, v)
+		case "signingAlgorithm":
+			c.SigningAlgorithm = p.str(server, f, v)
+		case "clientName":
+			c.ClientName = p.str(server, f, v)
+		case "grant":
+			g, err := oauth.ParseGrant(p.str(server, f, v))
+			if err != nil {
+				p.errorf(server, f, "%v", err)
+			}
+			if g == oauth.TokenExchange {
+				p.errorf(server, f, "token_exchange needs an ID token source; configure it in code (oauth.Config.IDToken)")
+			}
+			c.Grant = g
+		case "callbackPort":
+			var n int
+			if err := json.Unmarshal(v, &n); err != nil {
+				var s string
+				if json.Unmarshal(v, &s) != nil {
+					p.errorf(server, f, "must be a port number")
+					continue
+				}
+				if s, err = expand(s, p.lookup); err != nil {
+					p.errorf(server, f, "%v", err)
+					continue
+				}
+				if n, err = strconv.Atoi(s); err != nil {
+					p.errorf(server, f, "must be a port number")
+					continue
+				}
+			}
+			c.CallbackPort = n
+		case "scopes":
+			// An array of scopes, as Gemini CLI writes it, or one
+			// space-separated string, as OAuth's scope parameter is.
+			var list []json.RawMessage
+			if err := json.Unmarshal(v, &list); err == nil {
+				for i, s := range list {
+					c.Scopes = append(c.Scopes, p.str(server, fmt.Sprintf("%s[%d]", f, i), s))
+				}
+				continue
+			}
+			c.Scopes = strings.Fields(p.str(server, f, v))
+		default:
+			p.errorf(server, f, "unknown key (want one of %s)", strings.Join(oauthKeys, ", "))
+		}
+	}
+	return &c
+}
+
 func (p *configParser) policy(server string, v json.RawMessage) *lifecycle.Policy {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
@@ -541,8 +634,10 @@ func (c ServerConfig) Spec() (ServerSpec, error) {
 		spec.Stdio = &stdio.Spec{Command: c.Command, Args: c.Args, Env: c.Env, Dir: c.Cwd}
 	case "http", "streamable-http", "streamableHttp":
 		spec.HTTP = &mcphttp.Spec{URL: c.URL, Headers: c.Headers, Kind: mcphttp.StreamableHTTP}
+		spec.OAuth = c.OAuth
 	case "sse":
 		spec.HTTP = &mcphttp.Spec{URL: c.URL, Headers: c.Headers, Kind: mcphttp.SSE}
+		spec.OAuth = c.OAuth
 	default:
 		return ServerSpec{}, fmt.Errorf("type: unknown type %q", c.Type)
 	}
@@ -567,6 +662,9 @@ func (c ServerConfig) String() string {
 	}
 	if len(c.Headers) > 0 {
 		b.WriteString(" headers=[" + strings.Join(sortedKeys(c.Headers), ",") + "]")
+	}
+	if c.OAuth != nil {
+		b.WriteString(" " + c.OAuth.String())
 	}
 	if c.Cwd != "" {
 		b.WriteString(" cwd=" + c.Cwd)
@@ -608,6 +706,25 @@ func (c ServerConfig) key() string {
 		D               time.Duration
 		R               *lifecycle.Policy
 		Lim             Limits
-	}{c.Type, c.Command, c.Cwd, c.URL, c.ToolPrefix, c.Args, c.Env, c.Headers, c.Lazy, c.Timeout, c.Reconnect, c.Limits})
+		O               *oauthKey
+	}{c.Type, c.Command, c.Cwd, c.URL, c.ToolPrefix, c.Args, c.Env, c.Headers, c.Lazy, c.Timeout, c.Reconnect, c.Limits, newOAuthKey(c.OAuth)})
 	return b.String()
+}
+
+// oauthKey is an oauth block as ServerConfig.key compares it: every field
+// (the key is never shown).
+type oauthKey struct {
+	G                                     oauth.Grant
+	ID, Secret, Key, Alg, Method, Meta, N string
+	S                                     []string
+	R                                     string
+	P                                     int
+}
+
+func newOAuthKey(c *oauth.Config) *oauthKey {
+	if c == nil {
+		return nil
+	}
+	return &oauthKey{c.Grant, c.ClientID, c.ClientSecret, c.PrivateKey, c.SigningAlgorithm,
+		c.TokenEndpointAuthMethod, c.ClientMetadataURL, c.ClientName, c.Scopes, c.RedirectURI, c.CallbackPort}
 }

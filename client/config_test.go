@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
 func env(vars map[string]string) ConfigOption {
@@ -149,7 +150,9 @@ func TestConfigNeverShowsSecrets(t *testing.T) {
 	const secret = "hunter2-very-secret"
 	cfg, err := ParseConfig([]byte(`{"mcpServers": {
 		"s": {"command": "srv", "env": {"API_KEY": "`+secret+`"}},
-		"h": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer `+secret+`"}}}}`), env(nil))
+		"h": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer `+secret+`"}},
+		"o": {"url": "http://127.0.0.1:1/mcp", "oauth": {"clientId": "id", "clientSecret": "${SECRET}", "scopes": ["a", "b"], "callbackPort": 8123}}}}`),
+		env(map[string]string{"SECRET": secret}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +172,19 @@ func TestConfigNeverShowsSecrets(t *testing.T) {
 		if spec.HTTP != nil {
 			out = append(out, fmt.Sprintf("%v %+v", *spec.HTTP, *spec.HTTP))
 		}
+		if spec.OAuth != nil {
+			out = append(out, fmt.Sprintf("%v %+v %#v %s", *spec.OAuth, *spec.OAuth, spec.OAuth, spec.OAuth))
+			if spec.OAuth.ClientSecret != secret {
+				t.Errorf("oauth clientSecret = %q, want ${SECRET} expanded", spec.OAuth.ClientSecret)
+			}
+		}
+	}
+	// A bad private key is refused without being shown.
+	if _, err := ParseConfig([]byte(`{"mcpServers": {"p": {"url": "http://127.0.0.1:1/mcp",
+		"oauth": {"grant": "client_credentials", "clientId": "id", "privateKey": "`+secret+`"}}}}`), env(nil)); err == nil {
+		t.Error("a bad private key was accepted")
+	} else {
+		out = append(out, err.Error())
 	}
 	out = append(out, fmt.Sprintf("%v %+v", cfg, *cfg), logs.String())
 
@@ -179,7 +195,7 @@ func TestConfigNeverShowsSecrets(t *testing.T) {
 	if _, err := m.Apply(testCtx(t), cfg); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"s", "h"} {
+	for _, name := range []string{"s", "h", "o"} {
 		mustWait(t, m, name, lifecycle.PermanentlyFailed)
 		_, err := m.CallTool(testCtx(t), name, "x", nil)
 		st, _ := m.Status(name)
@@ -299,5 +315,47 @@ func TestApplyRequiredServerThatCannotConnect(t *testing.T) {
 	_, err = m.Apply(ctx, cfg)
 	if err == nil || !strings.Contains(err.Error(), `server "gone"`) || !strings.Contains(err.Error(), "required server did not connect") || strings.Contains(err.Error(), `"fine"`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseConfigOAuth(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {
+		"a": {"type": "http", "url": "https://mcp.example.com/mcp",
+		      "oauth": {"clientId": "${ID}", "clientSecret": "${SECRET}", "scopes": "read write", "callbackPort": "${PORT:-8123}"}},
+		"b": {"url": "https://mcp.example.com/mcp", "oauth": {"grant": "client_credentials", "clientId": "svc", "clientSecret": "x",
+		      "scopes": ["read"], "tokenEndpointAuthMethod": "client_secret_post"}},
+		"c": {"type": "sse", "url": "https://mcp.example.com/sse", "oauth": {"redirectUri": "https://app.example.com/cb",
+		      "clientMetadataUrl": "https://app.example.com/client.json", "clientName": "app"}}}}`),
+		env(map[string]string{"ID": "my-id", "SECRET": "my-secret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := cfg.Servers["a"].Spec()
+	if o := a.OAuth; o == nil || o.ClientID != "my-id" || o.ClientSecret != "my-secret" ||
+		strings.Join(o.Scopes, ",") != "read,write" || o.CallbackPort != 8123 || o.Redirect() != "http://127.0.0.1:8123/callback" {
+		t.Errorf("a: %+v", a.OAuth)
+	}
+	b, _ := cfg.Servers["b"].Spec()
+	if o := b.OAuth; o == nil || o.Grant != oauth.ClientCredentials || o.TokenEndpointAuthMethod != "client_secret_post" {
+		t.Errorf("b: %+v", b.OAuth)
+	}
+	c, _ := cfg.Servers["c"].Spec()
+	if o := c.OAuth; o == nil || c.HTTP.Kind != mcphttp.SSE || o.Redirect() != "https://app.example.com/cb" || o.ClientName != "app" {
+		t.Errorf("c: %+v", c.OAuth)
+	}
+
+	for _, tc := range []struct{ name, json, want string }{
+		{"unknown key", `{"mcpServers": {"a": {"url": "http://x/mcp", "oauth": {"clientID": "x"}}}}`, `field "oauth.clientID"`},
+		{"stdio", `{"mcpServers": {"a": {"command": "x", "oauth": {}}}}`, "oauth does not apply to a stdio server"},
+		{"grant", `{"mcpServers": {"a": {"url": "http://x/mcp", "oauth": {"grant": "password"}}}}`, `field "oauth.grant"`},
+		{"cc without secret", `{"mcpServers": {"a": {"url": "http://x/mcp", "oauth": {"grant": "client_credentials", "clientId": "x"}}}}`, "clientSecret"},
+		{"port", `{"mcpServers": {"a": {"url": "http://x/mcp", "oauth": {"callbackPort": "high"}}}}`, `field "oauth.callbackPort"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.json), env(nil))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

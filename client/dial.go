@@ -72,7 +72,11 @@ func (m *Manager) closeConn(c Conn) {
 func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]Conn) (*lease, []string, error) {
 	m := s.m
 	cfg := s.config()
-	conn, err := cfg.spec.dialer(&m.opts, legacy, cfg.limits)(ctx)
+	var auth mcphttp.Authorizer
+	if cfg.auth != nil {
+		auth = cfg.auth
+	}
+	conn, err := cfg.spec.dialer(&m.opts, legacy, cfg.limits, auth)(ctx)
 	if err != nil {
 		return nil, nil, wrapCause("dial", err)
 	}

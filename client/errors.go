@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/frame"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
 // Errors returned by the Manager. A per-server failure comes as a
@@ -53,6 +54,11 @@ var (
 	ErrCatalogTooLarge = errors.New("catalog too large")
 	// ErrToolNotFound: the qualified tool name is not in the published View.
 	ErrToolNotFound = errors.New("tool not found")
+	// ErrNeedsAuthorization: the server waits for the user to authorize
+	// the client (state NeedsAuthorization). Calls fail fast with it, inside
+	// an *AuthorizationError, until CompleteAuthorization (or
+	// AuthorizeLoopback) is done; nothing is dialled meanwhile.
+	ErrNeedsAuthorization = errors.New("needs authorization")
 	// ErrTooManyTimeouts is the cause recorded when consecutive call
 	// timeouts made the manager give up on a connection.
 	ErrTooManyTimeouts = errors.New("too many consecutive timeouts")
@@ -206,3 +212,40 @@ func tooLarge(err error) *MessageTooLargeError {
 	}
 	return &MessageTooLargeError{Size: tl.Size, AtLeast: tl.AtLeast, Limit: tl.Limit}
 }
+
+// AuthorizationError reports a server that needs the user to authorize the
+// client: it has no token, its refresh token was refused, or it asks for
+// more scope (step-up). It comes inside a *ServerError; errors.Is(err,
+// ErrNeedsAuthorization) is true, and so is errors.Is(err,
+// oauth.ErrNeedsAuthorization). Its message says what to do, never the URL.
+type AuthorizationError struct {
+	// URL is where the user authorizes the client; StartAuthorization
+	// returns it too. Empty if none could be made (Cause says why).
+	URL string
+	// Cause is the transport's account, if any.
+	Cause error
+}
+
+func (e *AuthorizationError) Error() string {
+	msg := "needs authorization: the user must authorize the client at the URL of StartAuthorization, " +
+		"and the host complete it with CompleteAuthorization (the redirect URL or the code) or AuthorizeLoopback"
+	var na *oauth.NeedsAuthorizationError
+	if errors.As(e.Cause, &na) && na.Reason != "" {
+		msg += " (" + na.Reason + ")"
+	} else if e.Cause != nil && !errors.Is(e.Cause, oauth.ErrNeedsAuthorization) {
+		msg += ": " + e.Cause.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrNeedsAuthorization and the cause.
+func (e *AuthorizationError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrNeedsAuthorization}
+	}
+	return []error{ErrNeedsAuthorization, e.Cause}
+}
+
+// needsUser reports whether err says that only the user can authorize the
+// request.
+func needsUser(err error) bool { return errors.Is(err, oauth.ErrNeedsAuthorization) }

@@ -84,6 +84,10 @@ type Event struct {
 	// Count is, for EventNotificationsDropped and EventServerRequestRefused,
 	// how many were dropped or refused since the last event of its kind.
 	Count uint64
+	// AuthorizationURL is where the user authorizes the client, for an
+	// EventState to NeedsAuthorization (empty if none could be made: Err
+	// says why). Complete it with CompleteAuthorization.
+	AuthorizationURL string
 	// Dropped counts the events this subscriber lost, because its buffer
 	// was full, just before this one.
 	Dropped uint64

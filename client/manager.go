@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,9 @@ func New(opts ...Option) *Manager {
 	}
 	if o.maxDials <= 0 {
 		o.maxDials = DefaultMaxConcurrentDials
+	}
+	if o.tokens == nil {
+		o.tokens = oauth.NewMemoryStore()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
@@ -69,6 +70,8 @@ type options struct {
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option
 	httpOptions      []mcphttp.Option
+	tokens           oauth.TokenStore // WithTokenStore
+	oauthOptions     []oauth.Option
 	// The client role (handlers.go): what the host answers servers with.
 	sampling     SamplingHandler
 	elicitation  ElicitationHandler
@@ -197,4 +200,22 @@ func WithStdioOptions(opts ...stdio.Option) Option {
 // WithHTTPOptions sets options for every HTTP server's connection.
 func WithHTTPOptions(opts ...mcphttp.Option) Option {
 	return func(o *options) { o.httpOptions = append(o.httpOptions, opts...) }
+}
+
+// WithTokenStore sets where the OAuth tokens of servers with an OAuth spec
+// are kept, under each server's name: oauth.NewFileStore(path) keeps them
+// across host restarts. Defaults to an oauth.MemoryStore of the Manager's
+// own, which keeps them across reconnects and Apply, not restarts.
+func WithTokenStore(s oauth.TokenStore) Option {
+	return func(o *options) {
+		if s != nil {
+			o.tokens = s
+		}
+	}
+}
+
+// WithOAuthOptions sets options for every server's oauth.Authorizer, such
+// as the HTTP client for the authorization server.
+func WithOAuthOptions(opts ...oauth.Option) Option {
+	return func(o *options) { o.oauthOptions = append(o.oauthOptions, opts...) }
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
 // slot is the stable home of one server from Add to Remove.
@@ -33,7 +34,7 @@ import (
 //	Watch takes them) → the Publisher's lock, bus.mu, bus.subMu
 //
 // The locks of the last group are leaves, as are lease.listen.mu,
-// Manager.roots.mu and a progress sink's: nothing is locked while one of
+// Manager.roots.mu, a server's oauth.Authorizer's and a progress sink's: nothing is locked while one of
 // them is held, and a slot's lock is never taken under any of them.
 type slot struct {
 	m    *Manager
@@ -120,13 +121,26 @@ type slotConfig struct {
 	// cacheKey names the configuration in the catalog cache; empty: not
 	// cached.
 	cacheKey string
+	// auth holds the server's OAuth tokens, for every runtime of this
+	// configuration; nil without spec.OAuth.
+	auth *oauth.Authorizer
 }
 
-func newSlotConfig(m *Manager, spec ServerSpec, key string) *slotConfig {
+func newSlotConfig(m *Manager, name string, spec ServerSpec, key string) *slotConfig {
 	c := &slotConfig{spec: spec, prefix: spec.ToolPrefix, key: key, limits: spec.Limits.over(m.opts.limits)}
 	c.transport, c.address, c.port = spec.describe()
 	if m.cache != nil {
 		c.cacheKey = cacheKey(spec, key)
+	}
+	if spec.OAuth != nil && spec.HTTP != nil {
+		opts := append([]oauth.Option{oauth.WithStore(m.opts.tokens), oauth.WithLogger(m.opts.logger)}, m.opts.oauthOptions...)
+		// The spec was validated, so New cannot fail on it; if it did, the
+		// server would dial without a token and say why in its 401.
+		if a, err := oauth.New(spec.HTTP.URL, name, *spec.OAuth, opts...); err == nil {
+			c.auth = a
+		} else {
+			m.opts.logger.Error("mcpfleet: oauth config refused", "server", name, "err", err)
+		}
 	}
 	limit := m.opts.maxInFlight
 	if spec.MaxInFlight != 0 {
@@ -158,7 +172,7 @@ func newSlot(m *Manager, name string, spec ServerSpec, key string) *slot {
 		changed: make(chan struct{}),
 		budget:  m.budgetFor(spec),
 	}
-	s.cfg.Store(newSlotConfig(m, spec, key))
+	s.cfg.Store(newSlotConfig(m, name, spec, key))
 	s.health.Threshold = m.opts.timeoutThreshold
 	return s
 }
@@ -191,7 +205,11 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
-	s.emitLocked(Event{Kind: EventState, From: from, To: to, Err: cause})
+	e := Event{Kind: EventState, From: from, To: to, Err: cause}
+	if to == lifecycle.NeedsAuthorization {
+		e.AuthorizationURL = s.authURL()
+	}
+	s.emitLocked(e)
 	if from.Publishes() && !to.Publishes() {
 		s.cached = false
 		if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
@@ -343,6 +361,15 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			return
 		}
 		s.lastErr = err
+		if needsUser(err) {
+			// Only the user can help: no budget is spent and nothing is
+			// dialled until the authorization is completed.
+			s.nextRetry = time.Time{}
+			s.run = nil
+			s.setStateLocked(lifecycle.NeedsAuthorization, err)
+			s.mu.Unlock()
+			return
+		}
 		if pulled {
 			// The extra dial failed: wait out the rest of the step.
 			resumed = true
@@ -690,6 +717,10 @@ func (s *slot) reconnect(ctx context.Context) error {
 		}
 		s.budget.Reset()
 		s.connectLocked(lifecycle.Reconnecting, 0, false)
+	case lifecycle.NeedsAuthorization:
+		// Try again: the token store may have a token by now.
+		s.budget.Reset()
+		s.redialLocked()
 	case lifecycle.Connecting, lifecycle.Reconnecting:
 		s.budget.Reset()
 		if s.run != nil {
@@ -723,7 +754,7 @@ func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) err
 	if s.state == lifecycle.Closed {
 		return serverError(ErrClosed, s.name, nil)
 	}
-	s.cfg.Store(newSlotConfig(s.m, spec, key))
+	s.cfg.Store(newSlotConfig(s.m, s.name, spec, key))
 	s.budget = s.m.budgetFor(spec)
 	s.legacy = false // a new server may speak the newer protocol
 	s.lastErr = nil
@@ -735,6 +766,8 @@ func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) err
 	case lifecycle.Connected:
 		s.goCloseLeaseLocked(s.detachLocked())
 		s.connectLocked(lifecycle.Reconnecting, 0, false)
+	case lifecycle.NeedsAuthorization:
+		s.redialLocked()
 	case lifecycle.Connecting, lifecycle.Reconnecting, lifecycle.PermanentlyFailed:
 		if r := s.run; r != nil { // dialling the old spec: abandon it
 			s.run = nil
@@ -787,6 +820,9 @@ func (s *slot) statusLocked() ServerStatus {
 	}
 	for i := range s.refused {
 		st.RefusedServerRequests += s.refused[i].total.Load()
+	}
+	if s.state == lifecycle.NeedsAuthorization {
+		st.AuthorizationURL = s.authURL()
 	}
 	if l := s.lease; l != nil {
 		st.ConnectedAt = l.connectedAt
@@ -978,4 +1014,58 @@ func (s *slot) stats(now time.Time) ServerStats {
 	}
 	s.mu.Unlock()
 	return ss
+}
+
+// authURL returns the URL of the authorization waiting for the user, if
+// any. It takes the Authorizer's lock, a leaf.
+func (s *slot) authURL() string {
+	if a := s.config().auth; a != nil {
+		return a.Pending()
+	}
+	return ""
+}
+
+// redialLocked leaves NeedsAuthorization for a dial: Connecting if the
+// server never had a runtime, Reconnecting if it had.
+func (s *slot) redialLocked() {
+	s.lastErr = nil
+	if s.gen == 0 {
+		s.connectLocked(lifecycle.Connecting, 0, false)
+		return
+	}
+	s.connectLocked(lifecycle.Reconnecting, 0, false)
+}
+
+// needsAuthorization reports that a request on l found that only the user
+// can authorize the server (a refused refresh token, a step-up). If l is
+// still the slot's lease, the slot detaches it, closes it in the background
+// and waits in NeedsAuthorization; no budget is spent.
+func (s *slot) needsAuthorization(l *lease, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease != l {
+		return
+	}
+	s.goCloseLeaseLocked(s.detachLocked())
+	s.lastErr = cause
+	s.setStateLocked(lifecycle.NeedsAuthorization, cause)
+}
+
+// authorizationErrorLocked is the error of a call made while the slot
+// needs authorization.
+func (s *slot) authorizationErrorLocked() error {
+	return &ServerError{Server: s.name, Err: &AuthorizationError{URL: s.authURL(), Cause: notCanceled(s.lastErr)}}
+}
+
+// authorized is told that the user completed the server's authorization:
+// a slot waiting for it dials at once, under a fresh budget. In any other
+// state the new token is simply used from the next request on.
+func (s *slot) authorized() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != lifecycle.NeedsAuthorization {
+		return
+	}
+	s.budget.Reset()
+	s.redialLocked()
 }

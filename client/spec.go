@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
@@ -20,6 +21,11 @@ type ServerSpec struct {
 	Stdio *stdio.Spec
 	// HTTP reaches the server over streamable HTTP or legacy SSE.
 	HTTP *mcphttp.Spec
+	// OAuth authorizes the client with an HTTP server by the MCP
+	// authorization spec. The server's tokens belong to its slot: every
+	// runtime uses them, and they are kept in the Manager's token store
+	// (WithTokenStore) under the server's name. Only with HTTP.
+	OAuth *oauth.Config
 	// Dialer opens a connection some other way, such as InProcess.
 	Dialer Dialer
 	// Disabled adds the server switched off; Enable switches it on.
@@ -60,6 +66,13 @@ func (s ServerSpec) Validate() error {
 	if s.Dialer != nil {
 		ways++
 	}
+	if s.OAuth != nil {
+		if s.HTTP == nil {
+			errs = append(errs, errors.New("mcpfleet: spec: oauth: only an http server takes oauth"))
+		} else if err := s.OAuth.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	switch ways {
 	case 0:
 		errs = append(errs, errors.New("mcpfleet: spec: transport: no way to reach the server: set one of stdio, http or dialer"))
@@ -82,9 +95,9 @@ func (s ServerSpec) Validate() error {
 }
 
 // dialer returns how to open a connection for one attempt, under the
-// slot's limits. legacy asks for the initialize handshake, after a server
-// rejected 2026-07-28.
-func (s ServerSpec) dialer(o *options, legacy bool, limits Limits) Dialer {
+// slot's limits and with its authorizer (nil: none). legacy asks for the
+// initialize handshake, after a server rejected 2026-07-28.
+func (s ServerSpec) dialer(o *options, legacy bool, limits Limits, auth mcphttp.Authorizer) Dialer {
 	if o.dialOverride != nil {
 		if d := o.dialOverride(s); d != nil {
 			return d
@@ -102,6 +115,9 @@ func (s ServerSpec) dialer(o *options, legacy bool, limits Limits) Dialer {
 			mcphttp.WithMaxMessageBytes(limits.MaxMessageBytes)}, o.httpOptions...)
 		if legacy {
 			opts = append(opts, mcphttp.WithLegacyProtocol())
+		}
+		if auth != nil {
+			opts = append(opts, mcphttp.WithAuthorizer(auth))
 		}
 		return func(ctx context.Context) (Conn, error) { return mcphttp.Dial(ctx, spec, opts...) }
 	default:
@@ -141,4 +157,6 @@ var (
 	_ Conn      = (*stdio.Conn)(nil)
 	_ Conn      = (*mcphttp.Conn)(nil)
 	_ ReadyHook = (*mcphttp.Conn)(nil)
+
+	_ mcphttp.Authorizer = (*oauth.Authorizer)(nil)
 )

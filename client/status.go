@@ -42,4 +42,7 @@ type ServerStatus struct {
 	// over its Limits.MaxServerRequests or ServerRequestRate, refused since
 	// it was added.
 	RefusedServerRequests uint64
+	// AuthorizationURL is where the user authorizes the client while the
+	// server is NeedsAuthorization.
+	AuthorizationURL string
 }

@@ -29,6 +29,12 @@ const (
 	// PermanentlyFailed: the reconnect budget is exhausted. Calls fail fast;
 	// a slow probe may still run, and Reconnect starts over.
 	PermanentlyFailed
+	// NeedsAuthorization: the server needs the user to authorize the
+	// client (no token, a refused refresh token, or a step-up for more
+	// scope). Calls fail fast; nothing is dialled until the authorization
+	// is completed (or Reconnect asks to try again). It spends no
+	// reconnect budget.
+	NeedsAuthorization
 	// Disabling: the host asked to disable; the runtime is detached and
 	// draining or closing.
 	Disabling
@@ -41,14 +47,15 @@ const (
 )
 
 var stateNames = [numStates]string{
-	Disconnected:      "Disconnected",
-	Connecting:        "Connecting",
-	Connected:         "Connected",
-	Reconnecting:      "Reconnecting",
-	PermanentlyFailed: "PermanentlyFailed",
-	Disabling:         "Disabling",
-	Disabled:          "Disabled",
-	Closed:            "Closed",
+	Disconnected:       "Disconnected",
+	Connecting:         "Connecting",
+	Connected:          "Connected",
+	Reconnecting:       "Reconnecting",
+	PermanentlyFailed:  "PermanentlyFailed",
+	NeedsAuthorization: "NeedsAuthorization",
+	Disabling:          "Disabling",
+	Disabled:           "Disabled",
+	Closed:             "Closed",
 }
 
 // String returns the state's stable name, or "State(n)" for an unknown value.
@@ -110,5 +117,6 @@ func (s State) Accepting() bool {
 }
 
 // Publishes reports whether a slot in state s keeps its catalog published.
-// Disabled, disabling, permanently failed and closed slots publish nothing.
+// Disabled, disabling, permanently failed, closed slots and slots that
+// need authorization publish nothing: their calls fail fast.
 func (s State) Publishes() bool { return s.Accepting() }

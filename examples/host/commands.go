@@ -327,3 +327,69 @@ func indent(s string) string {
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+// authTimeout bounds how long a loopback authorization waits for the user.
+const authTimeout = 5 * time.Minute
+
+// auth authorizes an OAuth server. With the server's name alone it prints
+// the authorization URL and waits, in the background, for the browser's
+// redirect on the loopback redirect URI; with a redirect URL or a code
+// pasted after the name (a headless or SSH host, where the browser's
+// redirect cannot come back) it completes the authorization with it.
+func (h *host) auth(ctx context.Context, w io.Writer, args string) {
+	name, pasted, _ := strings.Cut(args, " ")
+	pasted = strings.TrimSpace(pasted)
+	if name == "" {
+		fmt.Fprintln(w, "auth: usage: auth <server> [redirect URL or code]")
+		return
+	}
+	if pasted != "" {
+		if cancel, ok := h.auths[name]; ok {
+			cancel() // the loopback listener is not needed any more
+			delete(h.auths, name)
+		}
+		if err := h.m.CompleteAuthorization(ctx, name, pasted); err != nil {
+			fmt.Fprintf(w, "auth: %v\n", err)
+			return
+		}
+		fmt.Fprintf(w, "auth: %s authorized\n", name)
+		return
+	}
+	if cancel, ok := h.auths[name]; ok {
+		cancel()
+	}
+	actx, cancel := context.WithTimeout(ctx, authTimeout)
+	h.auths[name] = cancel
+	shown := make(chan string, 1)
+	h.authWG.Add(1)
+	go func() {
+		defer h.authWG.Done()
+		defer cancel()
+		err := h.m.AuthorizeLoopback(actx, name, func(url string) error {
+			shown <- url
+			return nil
+		})
+		switch {
+		case err == nil:
+			h.printf("auth: %s authorized\n", name)
+		case actx.Err() != nil:
+			// Replaced by a pasted redirect, a new auth, or the host's end.
+		default:
+			h.printf("auth: %v\n", err)
+		}
+		close(shown)
+	}()
+	if url, ok := <-shown; ok {
+		fmt.Fprintf(w, "auth: open this URL to authorize %s:\n  %s\n"+
+			"auth: waiting for the redirect on this machine; on another machine, paste it: auth %s <redirect URL or code>\n",
+			name, url, name)
+	}
+}
+
+// stopAuths ends the loopback authorizations under way and waits for them.
+func (h *host) stopAuths() {
+	for _, cancel := range h.auths {
+		cancel()
+	}
+	h.authWG.Wait()
+}

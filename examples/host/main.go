@@ -4,7 +4,7 @@
 // server through an mcpfleet Manager, prints a live timeline of what the
 // servers do, and reads commands from stdin, one per line:
 //
-//	go run ./examples/host -config mcp.json
+//	go run ./examples/host -config mcp.json [-tokens tokens.json]
 //
 //	status                  every server: state, generation, tools, retries, last error
 //	tools [server]          qualified tool names with the first line of their description
@@ -13,6 +13,9 @@
 //	disable <server>        switch a server off
 //	reconnect <server>      replace a server's runtime, with a fresh reconnect budget
 //	stderr <server>         the last lines a stdio server wrote to stderr
+//	auth <server> [redirect]  authorize an OAuth server: prints the URL to open and waits
+//	                        for the browser's redirect on 127.0.0.1; on a headless host,
+//	                        paste the redirect URL (or the code) as the second argument
 //	reload                  re-read the config file and apply what changed
 //	help                    this list
 //	quit                    close every server and exit (so does end of input)
@@ -36,6 +39,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
 // applyTimeout bounds one Apply, which waits for the servers marked
@@ -65,6 +69,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	fs := flag.NewFlagSet("host", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	path := fs.String("config", "mcp.json", "config `file` in the mcpServers or VS Code servers form")
+	tokens := fs.String("tokens", "", "`file` to keep OAuth tokens in across runs (mode 0600); empty keeps them in memory")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,7 +81,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 
-	h := &host{m: client.New(), path: *path, cfg: cfg, out: stdout}
+	var opts []client.Option
+	if *tokens != "" {
+		opts = append(opts, client.WithTokenStore(oauth.NewFileStore(*tokens)))
+	}
+	h := &host{m: client.New(opts...), path: *path, cfg: cfg, out: stdout, auths: map[string]context.CancelFunc{}}
+	defer h.stopAuths()
 	events, _ := h.m.Subscribe(0)
 	timelineDone := make(chan struct{})
 	go func() {
@@ -155,6 +165,11 @@ type host struct {
 	// interleave: each is written whole under it.
 	mu  sync.Mutex
 	out io.Writer
+
+	// auths cancels the loopback authorizations under way, by server; only
+	// the command loop touches it. authWG counts their goroutines.
+	auths  map[string]context.CancelFunc
+	authWG sync.WaitGroup
 }
 
 // write writes s to the output in one piece.
@@ -191,6 +206,8 @@ func (h *host) command(ctx context.Context, line string) bool {
 		h.stderr(&b, rest)
 	case "stats":
 		h.stats(&b)
+	case "auth":
+		h.auth(ctx, &b, rest)
 	case "reload":
 		h.reload(ctx, &b)
 	default:
@@ -209,6 +226,8 @@ const helpText = `commands:
   reconnect <server>      replace a server's runtime, with a fresh reconnect budget
   stderr <server>         the last lines a stdio server wrote to stderr
   stats                   requests by outcome, dials, reconnects, retries, recovery times
+  auth <server> [redirect]  authorize an OAuth server: open the URL it prints; the
+                          redirect comes back to 127.0.0.1, or paste it (or the code)
   reload                  re-read the config file and apply what changed
   quit                    close every server and exit
 `

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
 
@@ -37,6 +38,9 @@ func describe(e client.Event) string {
 	}
 	if e.Err != nil {
 		s += ": " + firstLine(e.Err.Error())
+	}
+	if e.Kind == client.EventState && e.To == lifecycle.NeedsAuthorization {
+		s += "; type: auth " + e.Server
 	}
 	return s
 }

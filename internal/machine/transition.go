@@ -22,26 +22,36 @@ var legal = [numStates][numStates]bool{
 		lifecycle.Closed:     true,
 	},
 	lifecycle.Connecting: {
-		lifecycle.Connected:         true,
-		lifecycle.PermanentlyFailed: true, // the budget ran out before the first success
-		lifecycle.Disabling:         true,
-		lifecycle.Closed:            true,
+		lifecycle.Connected:          true,
+		lifecycle.PermanentlyFailed:  true, // the budget ran out before the first success
+		lifecycle.NeedsAuthorization: true, // the dial needs the user
+		lifecycle.Disabling:          true,
+		lifecycle.Closed:             true,
 	},
 	lifecycle.Connected: {
-		lifecycle.Reconnecting: true, // the runtime was lost, or Reconnect was asked for
-		lifecycle.Disconnected: true, // idle disconnect
-		lifecycle.Disabling:    true,
-		lifecycle.Closed:       true,
+		lifecycle.Reconnecting:       true, // the runtime was lost, or Reconnect was asked for
+		lifecycle.Disconnected:       true, // idle disconnect
+		lifecycle.NeedsAuthorization: true, // a call found the token refused for good, or a step-up
+		lifecycle.Disabling:          true,
+		lifecycle.Closed:             true,
 	},
 	lifecycle.Reconnecting: {
-		lifecycle.Connected:         true,
-		lifecycle.PermanentlyFailed: true,
-		lifecycle.Disabling:         true,
-		lifecycle.Closed:            true,
+		lifecycle.Connected:          true,
+		lifecycle.PermanentlyFailed:  true,
+		lifecycle.NeedsAuthorization: true, // the redial needs the user
+		lifecycle.Disabling:          true,
+		lifecycle.Closed:             true,
 	},
 	lifecycle.PermanentlyFailed: {
-		lifecycle.Connected:    true, // the slow probe got through
-		lifecycle.Reconnecting: true, // Reconnect reset the budget
+		lifecycle.Connected:          true, // the slow probe got through
+		lifecycle.Reconnecting:       true, // Reconnect reset the budget
+		lifecycle.NeedsAuthorization: true, // the slow probe found the server needs the user
+		lifecycle.Disabling:          true,
+		lifecycle.Closed:             true,
+	},
+	lifecycle.NeedsAuthorization: {
+		lifecycle.Connecting:   true, // authorized before the server was ever connected
+		lifecycle.Reconnecting: true, // authorized after a runtime; or Reconnect, Apply
 		lifecycle.Disabling:    true,
 		lifecycle.Closed:       true,
 	},

@@ -24,7 +24,8 @@ type options struct {
 	streamOpenTimeout time.Duration
 	deleteTimeout     time.Duration
 	dialTimeout       time.Duration
-	maxMessage        int64 // 0: no limit
+	maxMessage        int64      // 0: no limit
+	auth              Authorizer // WithAuthorizer; nil sends only the spec's headers
 	// wrapDial, set only by tests, wraps the pool's dial function under
 	// the connection tracking, to hold dials and reads.
 	wrapDial func(dialFunc) dialFunc

@@ -160,6 +160,15 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 // cannot make for a tool call and that a gateway implementing the header
 // (draft-ietf-httpapi-idempotency-key) would act on.
 func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
+	if a := rt.c.opts.auth; a != nil {
+		return rt.authorized(req, a)
+	}
+	return rt.sendOnce(req)
+}
+
+// sendOnce is send without the Authorizer: one request (resent only as
+// send describes).
+func (rt *roundTripper) sendOnce(req *nethttp.Request) (*nethttp.Response, error) {
 	var att attempt
 	resp, err := rt.base.RoundTrip(att.watch(req))
 	if err != nil && isServerClosedIdle(err) {
@@ -288,7 +297,15 @@ func (rt *roundTripper) delete(req *nethttp.Request) (*nethttp.Response, error) 
 	ctx, cancel := context.WithTimeout(req.Context(), rt.c.opts.deleteTimeout)
 	stop := context.AfterFunc(rt.c.abort, cancel)
 	release := func() { stop(); cancel() }
-	resp, err := rt.base.RoundTrip(req.WithContext(ctx))
+	req = req.WithContext(ctx)
+	if a := rt.c.opts.auth; a != nil {
+		req = req.Clone(ctx)
+		if err := a.Authorize(req); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	resp, err := rt.base.RoundTrip(req)
 	if err != nil {
 		release()
 		return nil, err

@@ -4,9 +4,15 @@
 // as the last argument and the scenario's name in MCP_CONFORMANCE_SCENARIO.
 //
 // Every request goes through the Manager: the handshake and catalog fetch of
-// Add and WaitFor, CallTool, and the Manager's elicitation handler. Scenarios
-// that need what the Manager does not offer (OAuth) run the same way and fail;
-// internal/conformance/baseline.json lists them.
+// Add and WaitFor, CallTool, and the Manager's elicitation handler. For the
+// auth scenarios the server gets an OAuth config from the scenario's
+// context (MCP_CONFORMANCE_CONTEXT: pre-registered credentials, a private
+// key, the enterprise identity provider's token), and the client plays the
+// user: when the server needs authorization it follows the authorization
+// URL (the suite's authorization server approves at once and redirects)
+// and hands the redirect to CompleteAuthorization, as a host would after
+// the user approved in a browser. internal/conformance/baseline.json lists
+// the scenarios expected to fail.
 package main
 
 import (
@@ -15,7 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -23,6 +31,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
 // server is the name the scenario's server is added under.
@@ -59,7 +68,15 @@ func run(scenario, url string, logger *slog.Logger) error {
 	)
 	defer m.Close()
 
-	if err := connect(ctx, m, url); err != nil {
+	spec := client.ServerSpec{HTTP: &mcphttp.Spec{URL: url}}
+	if strings.HasPrefix(scenario, "auth/") {
+		cfg, err := oauthConfig(scenario, os.Getenv("MCP_CONFORMANCE_CONTEXT"))
+		if err != nil {
+			return err
+		}
+		spec.OAuth = cfg
+	}
+	if err := connect(ctx, m, spec); err != nil {
 		return err
 	}
 
@@ -87,25 +104,113 @@ func run(scenario, url string, logger *slog.Logger) error {
 
 // connect adds the scenario's server and waits until it is Connected, or
 // fails as soon as its one dial failed.
-func connect(ctx context.Context, m *client.Manager, url string) error {
+func connect(ctx context.Context, m *client.Manager, spec client.ServerSpec) error {
 	events, stop := m.Subscribe(0)
 	defer stop()
-	if err := m.Add(ctx, server, client.ServerSpec{HTTP: &mcphttp.Spec{URL: url}}); err != nil {
+	if err := m.Add(ctx, server, spec); err != nil {
 		return err
 	}
+	authorizations := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("connect: %w", ctx.Err())
 		case ev := <-events:
+			if ev.Kind != client.EventState {
+				continue
+			}
 			switch ev.To {
 			case lifecycle.Connected:
 				return nil
 			case lifecycle.PermanentlyFailed:
 				return fmt.Errorf("connect: %w", ev.Err)
+			case lifecycle.NeedsAuthorization:
+				if authorizations++; authorizations > maxAuthorizations {
+					return fmt.Errorf("connect: still needs authorization after %d: %w", maxAuthorizations, ev.Err)
+				}
+				if err := authorize(ctx, m, ev.AuthorizationURL); err != nil {
+					return fmt.Errorf("connect: %w", err)
+				}
 			}
 		}
 	}
+}
+
+// maxAuthorizations bounds how often the client plays the user in one
+// scenario; the Manager's own step-up limit comes first.
+const maxAuthorizations = 5
+
+// authorize plays the user who approves at url: the suite's authorization
+// server approves at once and redirects to the redirect URI with the code,
+// and that redirect goes to CompleteAuthorization, as a loopback listener
+// or a user pasting it would hand it over.
+func authorize(ctx context.Context, m *client.Manager, url string) error {
+	if url == "" {
+		var err error
+		if url, err = m.StartAuthorization(ctx, server); err != nil {
+			return err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("authorization URL: %w", err)
+	}
+	browser := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := browser.Do(req)
+	if err != nil {
+		return fmt.Errorf("authorization request: %w", err)
+	}
+	resp.Body.Close()
+	redirect := resp.Header.Get("Location")
+	if redirect == "" {
+		return fmt.Errorf("authorization request: HTTP %d without a redirect", resp.StatusCode)
+	}
+	return m.CompleteAuthorization(ctx, server, redirect)
+}
+
+// scenarioContext is what the suite hands an auth scenario's client.
+type scenarioContext struct {
+	ClientID         string `json:"client_id"`
+	ClientSecret     string `json:"client_secret"`
+	PrivateKeyPEM    string `json:"private_key_pem"`
+	SigningAlgorithm string `json:"signing_algorithm"`
+	IdPClientID      string `json:"idp_client_id"`
+	IdPIDToken       string `json:"idp_id_token"`
+	IdPTokenEndpoint string `json:"idp_token_endpoint"`
+}
+
+// clientMetadataURL is the Client ID Metadata Document URL the suite
+// expects (auth/basic-cimd); the client uses it where the authorization
+// server supports such documents.
+const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
+// oauthConfig is the server's OAuth config for an auth scenario.
+func oauthConfig(scenario, raw string) (*oauth.Config, error) {
+	var sc scenarioContext
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	cfg := &oauth.Config{
+		ClientID:          sc.ClientID,
+		ClientSecret:      sc.ClientSecret,
+		ClientMetadataURL: clientMetadataURL,
+		ClientName:        "mcpfleet-conformance",
+	}
+	switch {
+	case sc.IdPIDToken != "":
+		cfg.Grant = oauth.TokenExchange
+		cfg.IdPTokenEndpoint = sc.IdPTokenEndpoint
+		cfg.IdPClientID = sc.IdPClientID
+		idToken := sc.IdPIDToken
+		cfg.IDToken = func(context.Context) (string, error) { return idToken, nil }
+	case strings.HasPrefix(scenario, "auth/client-credentials"):
+		cfg.Grant = oauth.ClientCredentials
+		cfg.PrivateKey = sc.PrivateKeyPEM
+		cfg.SigningAlgorithm = sc.SigningAlgorithm
+	}
+	return cfg, nil
 }
 
 // call calls tool on the scenario's server, failing when the server does not
@@ -127,6 +232,18 @@ func call(ctx context.Context, m *client.Manager, tool string, args any) error {
 		return fmt.Errorf("tool %q not in the catalog", tool)
 	}
 	res, err := m.CallTool(ctx, server, tool, args)
+	for stepUps := 0; errors.Is(err, client.ErrNeedsAuthorization) && stepUps < maxAuthorizations; stepUps++ {
+		// A step-up: the server asks for more scope for this call.
+		var ae *client.AuthorizationError
+		errors.As(err, &ae)
+		if err := authorize(ctx, m, ae.URL); err != nil {
+			return fmt.Errorf("call %s: %w", tool, err)
+		}
+		if err := m.WaitFor(ctx, server, lifecycle.Connected); err != nil {
+			return fmt.Errorf("call %s: %w", tool, err)
+		}
+		res, err = m.CallTool(ctx, server, tool, args)
+	}
 	if err != nil {
 		return fmt.Errorf("call %s: %w", tool, err)
 	}

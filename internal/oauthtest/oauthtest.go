@@ -1,0 +1,403 @@
+// Package oauthtest runs, for tests, an MCP server on 127.0.0.1 that
+// requires OAuth, with its authorization server on the same port. The
+// authorization server is github.com/go-oauth2/oauth2/v4 (the authorization
+// endpoint with PKCE, the token endpoint for the authorization code,
+// refresh and client credentials grants, token validation). This package
+// adds only what that library does not have: its metadata (RFC 8414),
+// dynamic client registration (RFC 7591, into the library's client store),
+// the protected resource metadata (RFC 9728) and the bearer check in front
+// of an mcp-go MCP server, and a token store of the library's interface
+// that tests can look into (to revoke or expire tokens).
+//
+// The MCP server can be restarted on the same port, forgetting its
+// sessions; the authorization server's tokens and clients survive it, as
+// a separate authorization server's would.
+package oauthtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	oauth2 "github.com/go-oauth2/oauth2/v4"
+	"github.com/go-oauth2/oauth2/v4/manage"
+	"github.com/go-oauth2/oauth2/v4/models"
+	"github.com/go-oauth2/oauth2/v4/server"
+	"github.com/go-oauth2/oauth2/v4/store"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpfleet/mcpfleet/internal/httpserver"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
+)
+
+// Scope is the scope the MCP server lists in its protected resource
+// metadata.
+const Scope = "mcp:tools"
+
+// Options configures Start.
+type Options struct {
+	// AccessTokenExp is the lifetime of access tokens. Defaults to an hour.
+	AccessTokenExp time.Duration
+	// Clients are pre-registered confidential clients: id → secret. Their
+	// redirect URI is oauth.Config's default.
+	Clients map[string]string
+}
+
+// Server is the MCP server and its authorization server.
+type Server struct {
+	opts    Options
+	addr    string
+	manager *manage.Manager
+	oauth   *server.Server
+	clients *store.ClientStore
+	tokens  *tokenStore
+
+	authorizations atomic.Int64
+	grants         sync.Map // grant type → *atomic.Int64
+	registrations  atomic.Int64
+
+	mu     sync.Mutex // guards the running incarnation
+	srv    *http.Server
+	mcp    *mcpserver.StreamableHTTPServer
+	served chan struct{}
+}
+
+// Start starts the servers on a free port of 127.0.0.1 and stops them when
+// the test ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.AccessTokenExp <= 0 {
+		opts.AccessTokenExp = time.Hour
+	}
+	s := &Server{opts: opts, clients: store.NewClientStore(), tokens: newTokenStore()}
+	s.manager = manage.NewDefaultManager()
+	cfg := &manage.Config{AccessTokenExp: opts.AccessTokenExp, RefreshTokenExp: 24 * time.Hour, IsGenerateRefresh: true}
+	s.manager.SetAuthorizeCodeTokenCfg(cfg)
+	s.manager.SetClientTokenCfg(&manage.Config{AccessTokenExp: opts.AccessTokenExp})
+	// Refresh tokens rotate: each is good for one refresh, as the MCP spec
+	// asks of public clients; a second use is invalid_grant.
+	s.manager.SetRefreshTokenCfg(&manage.RefreshingConfig{AccessTokenExp: opts.AccessTokenExp,
+		IsGenerateRefresh: true, IsRemoveAccess: true, IsRemoveRefreshing: true})
+	s.manager.MapTokenStorage(s.tokens)
+	s.manager.MapClientStorage(s.clients)
+	for id, secret := range opts.Clients {
+		_ = s.clients.Set(id, &models.Client{ID: id, Secret: secret, Domain: oauth.Config{}.Redirect()})
+	}
+	srvCfg := server.NewConfig()
+	srvCfg.ForcePKCE = true
+	srvCfg.AllowedCodeChallengeMethods = []oauth2.CodeChallengeMethod{oauth2.CodeChallengeS256}
+	srvCfg.AllowedGrantTypes = []oauth2.GrantType{oauth2.AuthorizationCode, oauth2.Refreshing, oauth2.ClientCredentials}
+	s.oauth = server.NewServer(srvCfg, s.manager)
+	// Basic or in the body (client_secret_basic, client_secret_post,
+	// and a public client's id alone).
+	s.oauth.SetClientInfoHandler(func(r *http.Request) (string, string, error) {
+		if id, secret, ok := r.BasicAuth(); ok {
+			return id, secret, nil
+		}
+		return server.ClientFormHandler(r)
+	})
+	// The user approves at once.
+	s.oauth.SetUserAuthorizationHandler(func(http.ResponseWriter, *http.Request) (string, error) {
+		return "user", nil
+	})
+	if err := s.start("127.0.0.1:0"); err != nil {
+		t.Fatalf("oauthtest: start: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// URL is the MCP endpoint.
+func (s *Server) URL() string { return "http://" + s.addr + "/mcp" }
+
+// Issuer is the authorization server's issuer (and base URL).
+func (s *Server) Issuer() string { return "http://" + s.addr }
+
+// Authorizations counts the authorization requests that got a code.
+func (s *Server) Authorizations() int64 { return s.authorizations.Load() }
+
+// Grants counts the successful token requests of a grant type
+// ("authorization_code", "refresh_token", "client_credentials").
+func (s *Server) Grants(grant string) int64 {
+	if v, ok := s.grants.Load(grant); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+// Registrations counts dynamic client registrations.
+func (s *Server) Registrations() int64 { return s.registrations.Load() }
+
+// ExpireAccessTokens makes every access token issued so far invalid, as if
+// they had expired, while the client still thinks them good.
+func (s *Server) ExpireAccessTokens() { s.tokens.removeAll(func(ti oauth2.TokenInfo) bool { return ti.GetAccess() != "" }, true) }
+
+// RevokeRefreshTokens revokes every refresh token (and the access tokens
+// with them): the user must authorize again.
+func (s *Server) RevokeRefreshTokens() {
+	s.tokens.removeAll(func(ti oauth2.TokenInfo) bool { return ti.GetRefresh() != "" }, false)
+}
+
+// Approve plays the user who approves at authURL: it returns the redirect
+// URL the authorization server sends the browser to.
+func Approve(ctx context.Context, authURL string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return "", err
+	}
+	c := &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport:     &http.Transport{DisableKeepAlives: true},
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return "", fmt.Errorf("oauthtest: authorization answered HTTP %d without a redirect", resp.StatusCode)
+	}
+	return loc, nil
+}
+
+// Restart stops the MCP server (and the endpoints of the authorization
+// server, which share its port) and starts it again on the same port, with
+// no memory of its sessions. Tokens and clients survive.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	if err := s.start(s.addr); err != nil {
+		t.Fatalf("oauthtest: restart on %s: %v", s.addr, err)
+	}
+}
+
+// Stop stops serving, closing every connection at once.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	srv, m, served := s.srv, s.mcp, s.served
+	s.srv = nil
+	s.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	_ = srv.Close()
+	<-served
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = m.Shutdown(ctx)
+}
+
+func (s *Server) start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.addr = ln.Addr().String()
+	mcps := mcpserver.NewMCPServer("oauthtest", "1.0.0", mcpserver.WithToolCapabilities(true))
+	httpserver.AddMCPGoTools(mcps)
+	streamable := mcpserver.NewStreamableHTTPServer(mcps)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.asMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.prMetadata)
+	mux.HandleFunc("POST /register", s.register)
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.oauth.HandleAuthorizeRequest(w, r); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.authorizations.Add(1)
+	})
+	mux.HandleFunc("POST /token", s.token)
+	mux.Handle("/mcp", s.bearer(streamable))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	s.mu.Lock()
+	s.srv, s.mcp, s.served = srv, streamable, served
+	s.mu.Unlock()
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) asMetadata(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                s.Issuer(),
+		"authorization_endpoint":                s.Issuer() + "/authorize",
+		"token_endpoint":                        s.Issuer() + "/token",
+		"registration_endpoint":                 s.Issuer() + "/register",
+		"response_types_supported":              []string{"code"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic", "client_secret_post"},
+		"scopes_supported":                      []string{Scope, "offline_access"},
+	})
+}
+
+func (s *Server) prMetadata(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"resource":              s.URL(),
+		"authorization_servers": []string{s.Issuer()},
+		"scopes_supported":      []string{Scope},
+	})
+}
+
+// register is RFC 7591 dynamic registration of a public client.
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		RedirectURIs []string `json:"redirect_uris"`
+		ClientName   string   `json:"client_name"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.RedirectURIs) == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata"})
+		return
+	}
+	id := fmt.Sprintf("client-%d", s.registrations.Add(1))
+	_ = s.clients.Set(id, &models.Client{ID: id, Domain: req.RedirectURIs[0], Public: true})
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"client_id": id, "client_name": req.ClientName, "redirect_uris": req.RedirectURIs,
+		"token_endpoint_auth_method": "none",
+	})
+}
+
+// token is the library's token endpoint, counting what it granted.
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	grant := r.FormValue("grant_type")
+	_ = s.oauth.HandleTokenRequest(rec, r)
+	if rec.code == http.StatusOK {
+		v, _ := s.grants.LoadOrStore(grant, new(atomic.Int64))
+		v.(*atomic.Int64).Add(1)
+	}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// bearer lets through only requests with a valid access token, and
+// answers the others 401 with the RFC 9728 challenge.
+func (s *Server) bearer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if ok {
+			if _, err := s.manager.LoadAccessToken(r.Context(), tok); err == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q, scope=%q`,
+			s.Issuer()+"/.well-known/oauth-protected-resource/mcp", Scope))
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
+	})
+}
+
+// tokenStore is the library's oauth2.TokenStore in a map, so that tests
+// can revoke and expire tokens (the library's own memory store keeps a
+// database with a goroutine that cannot be stopped).
+type tokenStore struct {
+	mu   sync.Mutex
+	all  []oauth2.TokenInfo
+	gone map[oauth2.TokenInfo]bool
+}
+
+func newTokenStore() *tokenStore { return &tokenStore{gone: map[oauth2.TokenInfo]bool{}} }
+
+func (ts *tokenStore) Create(_ context.Context, info oauth2.TokenInfo) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.all = append(ts.all, info)
+	return nil
+}
+
+func (ts *tokenStore) find(match func(oauth2.TokenInfo) bool) (oauth2.TokenInfo, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, ti := range ts.all {
+		if !ts.gone[ti] && match(ti) {
+			return ti, nil
+		}
+	}
+	return nil, nil // the library's stores say "none" so, and it then answers invalid_grant
+}
+
+func (ts *tokenStore) remove(match func(oauth2.TokenInfo) bool) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, ti := range ts.all {
+		if match(ti) {
+			ts.gone[ti] = true
+		}
+	}
+	return nil
+}
+
+// removeAll removes the tokens match selects: only their access token if
+// accessOnly, else the whole grant.
+func (ts *tokenStore) removeAll(match func(oauth2.TokenInfo) bool, accessOnly bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, ti := range ts.all {
+		if ts.gone[ti] || !match(ti) {
+			continue
+		}
+		if accessOnly && ti.GetRefresh() != "" {
+			// Keep the refresh token usable: clone the info without the
+			// access token.
+			c := ti.New()
+			c.SetClientID(ti.GetClientID())
+			c.SetUserID(ti.GetUserID())
+			c.SetScope(ti.GetScope())
+			c.SetRefresh(ti.GetRefresh())
+			c.SetRefreshCreateAt(ti.GetRefreshCreateAt())
+			c.SetRefreshExpiresIn(ti.GetRefreshExpiresIn())
+			ts.all = append(ts.all, c)
+		}
+		ts.gone[ti] = true
+	}
+}
+
+func (ts *tokenStore) RemoveByCode(_ context.Context, code string) error {
+	return ts.remove(func(ti oauth2.TokenInfo) bool { return ti.GetCode() == code })
+}
+
+func (ts *tokenStore) RemoveByAccess(_ context.Context, access string) error {
+	return ts.remove(func(ti oauth2.TokenInfo) bool { return ti.GetAccess() == access })
+}
+
+func (ts *tokenStore) RemoveByRefresh(_ context.Context, refresh string) error {
+	return ts.remove(func(ti oauth2.TokenInfo) bool { return ti.GetRefresh() == refresh })
+}
+
+func (ts *tokenStore) GetByCode(_ context.Context, code string) (oauth2.TokenInfo, error) {
+	return ts.find(func(ti oauth2.TokenInfo) bool { return code != "" && ti.GetCode() == code })
+}
+
+func (ts *tokenStore) GetByAccess(_ context.Context, access string) (oauth2.TokenInfo, error) {
+	return ts.find(func(ti oauth2.TokenInfo) bool { return access != "" && ti.GetAccess() == access })
+}
+
+func (ts *tokenStore) GetByRefresh(_ context.Context, refresh string) (oauth2.TokenInfo, error) {
+	return ts.find(func(ti oauth2.TokenInfo) bool { return refresh != "" && ti.GetRefresh() == refresh })
+}
