@@ -10,6 +10,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
 // mcpfleet's own attributes, for what the conventions have no name for.
@@ -188,6 +189,8 @@ func failureType(err error) attribute.KeyValue {
 	switch {
 	case errors.Is(err, client.ErrTooManyTimeouts):
 		return semconv.ErrorTypeKey.String("too_many_timeouts")
+	case mcphttp.IsStaleSession(err):
+		return semconv.ErrorTypeKey.String("stale_session")
 	case errors.Is(err, client.ErrCatalogTooLarge):
 		return semconv.ErrorTypeKey.String("catalog_too_large")
 	case errors.Is(err, context.DeadlineExceeded):

@@ -203,11 +203,11 @@ var fastPolicy = lifecycle.Policy{
 }
 
 // newManager returns a Manager reporting to obs, closed when the test ends.
-func newManager(t *testing.T, obs client.Observer) *client.Manager {
+func newManager(t *testing.T, obs client.Observer, opts ...client.Option) *client.Manager {
 	t.Helper()
-	m := client.New(client.WithObserver(obs), client.WithPolicy(fastPolicy),
-		client.WithReadyTimeout(10*time.Second), client.WithDrainTimeout(time.Second),
-		client.WithCloseTimeout(time.Second))
+	m := client.New(append([]client.Option{client.WithObserver(obs), client.WithPolicy(fastPolicy),
+		client.WithReadyTimeout(10 * time.Second), client.WithDrainTimeout(time.Second),
+		client.WithCloseTimeout(time.Second)}, opts...)...)
 	t.Cleanup(func() { _ = m.Close() })
 	return m
 }
