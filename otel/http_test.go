@@ -21,10 +21,10 @@ func TestHTTPSpansAndStaleSessionRetry(t *testing.T) {
 	tel := newTelemetry(t)
 	stateful := httpserver.Start(t, httpserver.MCPGoStateful)
 	srv := httpserver.Start(t, httpserver.MCPGoSSE)
-	m := newManager(t, tel.obs, client.WithHTTPOptions(mcphttp.WithLegacyProtocol()))
-	addConnected(t, m, "direct", client.ServerSpec{HTTP: &mcphttp.Spec{URL: stateful.URL()}})
+	m := newManager(t, tel, client.WithHTTPOptions(mcphttp.WithLegacyProtocol()))
+	addConnected(t, m, tel, "direct", client.ServerSpec{HTTP: &mcphttp.Spec{URL: stateful.URL()}})
 	d := &blindDialer{spec: mcphttp.Spec{URL: srv.URL(), Kind: mcphttp.SSE}}
-	addConnected(t, m, "blind", client.ServerSpec{Dialer: d.dial})
+	addConnected(t, m, tel, "blind", client.ServerSpec{Dialer: d.dial})
 	ctx := testCtx(t)
 	args := map[string]any{"message": "hi"}
 

@@ -17,7 +17,6 @@ func (o *Observer) StateChange(server string, from, to lifecycle.State, gen uint
 	now := time.Now().UnixNano()
 	ctx := context.Background()
 	s := o.serverState(server)
-	s.gen.Store(gen)
 	s.state.Store(int32(to))
 	s.seen.Store(true)
 	srv := ServerKey.String(server)
@@ -63,10 +62,14 @@ func (o *Observer) endSession(ctx context.Context, s *serverState, srv attribute
 	s.sessionStart = 0
 }
 
-// Dial records a connection attempt's duration.
-func (o *Observer) Dial(server string, _ uint64, took time.Duration, err error) {
+// Dial records a connection attempt's duration, and remembers the newest
+// generation for the requests' wait events.
+func (o *Observer) Dial(server string, gen uint64, took time.Duration, err error) {
 	srv := ServerKey.String(server)
 	if err == nil {
+		d := &o.serverState(server).dialed
+		for old := d.Load(); gen > old && !d.CompareAndSwap(old, gen); old = d.Load() {
+		}
 		o.dialDuration.Record(context.Background(), took.Seconds(), metric.WithAttributes(srv))
 		return
 	}

@@ -31,9 +31,62 @@ func TestMain(m *testing.M) {
 // recorder and a manual metric reader.
 type telemetry struct {
 	obs    *mcpotel.Observer
+	hook   *hook // obs, telling the test what it was told
 	spans  *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
 	tp     *sdktrace.TracerProvider
+}
+
+// hook is the Observer under test, telling the test when a request began
+// and which dials it was told of, for tests to wait on what the Observer
+// knows rather than on time.
+type hook struct {
+	*mcpotel.Observer
+	started chan struct{} // gets a value, if empty, as a request begins
+
+	mu      sync.Mutex
+	dialed  map[string]uint64 // the newest generation dialled, by server
+	changed chan struct{}     // closed and replaced when dialed changes
+}
+
+func (h *hook) RequestStart(ctx context.Context, r *client.Request) context.Context {
+	ctx = h.Observer.RequestStart(ctx, r)
+	select {
+	case h.started <- struct{}{}:
+	default:
+	}
+	return ctx
+}
+
+func (h *hook) Dial(server string, gen uint64, took time.Duration, err error) {
+	h.Observer.Dial(server, gen, took, err)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dialed[server] = max(h.dialed[server], gen)
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// awaitDialed waits until the Observer was told of server's dial of gen.
+func (h *hook) awaitDialed(t *testing.T, server string, gen uint64) {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		h.mu.Lock()
+		done, changed := h.dialed[server] >= gen, h.changed
+		h.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("the Observer was never told of %s's dial of generation %d", server, gen)
+		}
+	}
 }
 
 func newTelemetry(t *testing.T) *telemetry {
@@ -47,6 +100,8 @@ func newTelemetry(t *testing.T) *telemetry {
 		t.Fatal(err)
 	}
 	tel.obs = obs
+	tel.hook = &hook{Observer: obs, started: make(chan struct{}, 1),
+		dialed: map[string]uint64{}, changed: make(chan struct{})}
 	t.Cleanup(func() {
 		if err := errors.Join(obs.Close(), tel.tp.Shutdown(context.Background()),
 			mp.Shutdown(context.Background())); err != nil {
@@ -202,18 +257,20 @@ var fastPolicy = lifecycle.Policy{
 	ProbeInterval:   -1,
 }
 
-// newManager returns a Manager reporting to obs, closed when the test ends.
-func newManager(t *testing.T, obs client.Observer, opts ...client.Option) *client.Manager {
+// newManager returns a Manager reporting to tel's Observer, closed when the
+// test ends.
+func newManager(t *testing.T, tel *telemetry, opts ...client.Option) *client.Manager {
 	t.Helper()
-	m := client.New(append([]client.Option{client.WithObserver(obs), client.WithPolicy(fastPolicy),
+	m := client.New(append([]client.Option{client.WithObserver(tel.hook), client.WithPolicy(fastPolicy),
 		client.WithReadyTimeout(10 * time.Second), client.WithDrainTimeout(time.Second),
 		client.WithCloseTimeout(time.Second)}, opts...)...)
 	t.Cleanup(func() { _ = m.Close() })
 	return m
 }
 
-// addConnected adds server name and waits for it to be Connected.
-func addConnected(t *testing.T, m *client.Manager, name string, spec client.ServerSpec) {
+// addConnected adds server name and waits for it to be Connected, and for
+// tel's Observer to have been told of the dial.
+func addConnected(t *testing.T, m *client.Manager, tel *telemetry, name string, spec client.ServerSpec) {
 	t.Helper()
 	ctx := testCtx(t)
 	if err := m.Add(ctx, name, spec); err != nil {
@@ -222,6 +279,11 @@ func addConnected(t *testing.T, m *client.Manager, name string, spec client.Serv
 	if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
 		t.Fatal(err)
 	}
+	st, err := m.Status(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel.hook.awaitDialed(t, name, st.Generation)
 }
 
 func testCtx(t *testing.T) context.Context {

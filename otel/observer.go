@@ -99,7 +99,10 @@ type serverState struct {
 	// Written by StateChange, read by requests and the gauge callback.
 	seen  atomic.Bool  // a state change was seen: the state is known
 	state atomic.Int32 // lifecycle.State
-	gen   atomic.Uint64
+
+	// dialed is the newest generation a successful Dial told of; written
+	// by Dial, read by requests.
+	dialed atomic.Uint64
 
 	// Written by RequestAttempt when a request reaches a new generation,
 	// read by StateChange as the session ends.

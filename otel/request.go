@@ -22,22 +22,22 @@ type requestKey struct{}
 type requestState struct {
 	span  trace.Span
 	start time.Time
-	// What the Observer knew of the server as the request began: a first
-	// attempt on another generation, or with the server not Connected
-	// then, waited for a (re)connect.
-	known    bool
-	stateNow lifecycle.State
-	genNow   uint64
+	// What the Observer knew of the server as the request began: the
+	// newest generation whose dial it had been told of (the Manager tells
+	// of a dial right after installing the runtime, from the dialing
+	// goroutine), and the state, which state changes tell a moment later.
+	dialed     uint64
+	state      lifecycle.State
+	stateKnown bool
 }
 
 // RequestStart starts the request's CLIENT span, a child of the caller's,
 // and injects its context into the request's params._meta.
 func (o *Observer) RequestStart(ctx context.Context, r *client.Request) context.Context {
 	rs := &requestState{start: time.Now()}
-	if s := o.lookup(r.Server); s != nil && s.seen.Load() {
-		rs.known = true
-		rs.stateNow = lifecycle.State(s.state.Load())
-		rs.genNow = s.gen.Load()
+	if s := o.lookup(r.Server); s != nil {
+		rs.dialed = s.dialed.Load()
+		rs.state, rs.stateKnown = lifecycle.State(s.state.Load()), s.seen.Load()
 	}
 	var kv [5]attribute.KeyValue
 	attrs := append(kv[:0], semconv.McpMethodNameKey.String(r.Method), ServerKey.String(r.Server))
@@ -83,12 +83,27 @@ func (o *Observer) RequestAttempt(ctx context.Context, r *client.Request, attemp
 			attrs = append(attrs, failureType(cause), RetryCauseKey.String(cause.Error()))
 		}
 		rs.span.AddEvent(EventRetry, trace.WithAttributes(attrs...))
-	case rs.known && (rs.stateNow != lifecycle.Connected || rs.genNow != r.Generation):
+	case r.Generation != rs.dialed:
+		// The runtime the first attempt went to was dialled after the
+		// request began: it waited for it.
 		rs.span.AddEvent(EventWait, trace.WithAttributes(
-			StateKey.String(rs.stateNow.String()),
+			StateKey.String(rs.waitedIn().String()),
 			WaitDurationKey.Float64(time.Since(rs.start).Seconds()),
 			gen))
 	}
+}
+
+// waitedIn returns the state the server was in as a request began that
+// had to wait for a runtime: as the state changes told, unless they had
+// not told yet of the runtime's loss.
+func (rs *requestState) waitedIn() lifecycle.State {
+	switch {
+	case rs.stateKnown && rs.state != lifecycle.Connected:
+		return rs.state
+	case rs.dialed == 0:
+		return lifecycle.Connecting
+	}
+	return lifecycle.Reconnecting
 }
 
 // RequestEnd ends the request's span, with the runtime it last went to and

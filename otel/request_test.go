@@ -22,8 +22,8 @@ import (
 func TestRequestSpans(t *testing.T) {
 	tel := newTelemetry(t)
 	ts := newTestServer()
-	m := newManager(t, tel.obs)
-	addConnected(t, m, "weather", client.ServerSpec{Dialer: ts.dialer()})
+	m := newManager(t, tel)
+	addConnected(t, m, tel, "weather", client.ServerSpec{Dialer: ts.dialer()})
 	ctx := testCtx(t)
 
 	if _, err := m.CallTool(ctx, "weather", "get_weather", map[string]any{"city": "Oslo"}); err != nil {
@@ -99,8 +99,8 @@ func TestRequestSpans(t *testing.T) {
 func TestTraceContextReachesServer(t *testing.T) {
 	tel := newTelemetry(t)
 	ts := newTestServer()
-	m := newManager(t, tel.obs)
-	addConnected(t, m, "weather", client.ServerSpec{Dialer: ts.dialer()})
+	m := newManager(t, tel)
+	addConnected(t, m, tel, "weather", client.ServerSpec{Dialer: ts.dialer()})
 
 	ctx, parent := tel.tp.Tracer("host").Start(testCtx(t), "agent step")
 	if _, err := m.CallTool(ctx, "weather", "get_weather", map[string]any{"city": "Oslo"}); err != nil {
@@ -131,8 +131,8 @@ func TestTraceContextReachesServer(t *testing.T) {
 func TestFailedRequestSpans(t *testing.T) {
 	tel := newTelemetry(t)
 	ts := newTestServer()
-	m := newManager(t, tel.obs)
-	addConnected(t, m, "weather", client.ServerSpec{Dialer: ts.dialer()})
+	m := newManager(t, tel)
+	addConnected(t, m, tel, "weather", client.ServerSpec{Dialer: ts.dialer()})
 	ctx := testCtx(t)
 
 	res, err := m.CallTool(ctx, "weather", "broken", nil)
@@ -180,8 +180,8 @@ func TestFailedRequestSpans(t *testing.T) {
 func TestReplayedCallSpan(t *testing.T) {
 	tel := newTelemetry(t)
 	ts := newTestServer()
-	m := newManager(t, tel.obs)
-	addConnected(t, m, "weather", client.ServerSpec{Dialer: ts.dialer()})
+	m := newManager(t, tel)
+	addConnected(t, m, tel, "weather", client.ServerSpec{Dialer: ts.dialer()})
 
 	if _, err := m.CallTool(testCtx(t), "weather", "crash_once", nil); err != nil {
 		t.Fatal(err)
@@ -205,11 +205,10 @@ func TestReplayedCallSpan(t *testing.T) {
 func TestWaitForReconnectSpan(t *testing.T) {
 	tel := newTelemetry(t)
 	ts := newTestServer()
-	started := make(chan struct{}, 1)
-	m := newManager(t, startSignal{tel.obs, started})
+	m := newManager(t, tel)
 	evs, stop := m.Subscribe(64)
 	defer stop()
-	addConnected(t, m, "weather", client.ServerSpec{Dialer: ts.dialer()})
+	addConnected(t, m, tel, "weather", client.ServerSpec{Dialer: ts.dialer()})
 
 	ts.SetDialError(errors.New("server down"))
 	ts.Kill(nil)
@@ -220,7 +219,7 @@ func TestWaitForReconnectSpan(t *testing.T) {
 		_, err := m.CallTool(testCtx(t), "weather", "get_weather", map[string]any{"city": "Oslo"})
 		done <- err
 	}()
-	<-started // the call began while the server was down
+	<-tel.hook.started // the call began while the server was down
 	ts.SetDialError(nil)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -237,21 +236,6 @@ func TestWaitForReconnectSpan(t *testing.T) {
 	if w, err := strconv.ParseFloat(got["mcpfleet.wait.duration"], 64); err != nil || w <= 0 {
 		t.Errorf("wait duration %q", got["mcpfleet.wait.duration"])
 	}
-}
-
-// startSignal is the Observer, telling the test when a request began.
-type startSignal struct {
-	*mcpotel.Observer
-	started chan<- struct{}
-}
-
-func (s startSignal) RequestStart(ctx context.Context, r *client.Request) context.Context {
-	ctx = s.Observer.RequestStart(ctx, r)
-	select {
-	case s.started <- struct{}{}:
-	default:
-	}
-	return ctx
 }
 
 func events(s sdktrace.ReadOnlySpan, name string) []sdktrace.Event {
