@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -182,9 +183,11 @@ func serverMessage(err error) string {
 	return err.Error()
 }
 
-// failureType is error.type for a failure that ended a session or a dial:
-// mcpfleet's name for the failures the core tells apart, else the
-// conventions' rule for Go errors (the type, through fmt.Errorf wrappers).
+// failureType is error.type for a failure that ended a session, a dial or
+// an attempt: mcpfleet's name for the failures the core tells apart, else
+// the conventions' rule for Go errors (the type, through fmt.Errorf
+// wrappers) applied under the core's own wrappers, which say what was
+// being done, not what went wrong.
 func failureType(err error) attribute.KeyValue {
 	switch {
 	case errors.Is(err, client.ErrTooManyTimeouts):
@@ -198,5 +201,27 @@ func failureType(err error) attribute.KeyValue {
 	case errors.Is(err, context.Canceled):
 		return semconv.ErrorTypeKey.String("canceled")
 	}
-	return semconv.ErrorType(err)
+	return semconv.ErrorType(underCore(err))
+}
+
+// corePackage is the import path of the core's error wrappers.
+var corePackage = reflect.TypeFor[client.ServerError]().PkgPath()
+
+// underCore unwraps err through the core's wrappers (*client.ServerError,
+// and those it does not export) that wrap a single error.
+func underCore(err error) error {
+	for {
+		t := reflect.TypeOf(err)
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.PkgPath() != corePackage {
+			return err
+		}
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
 }

@@ -44,9 +44,10 @@ type hook struct {
 	*mcpotel.Observer
 	started chan struct{} // gets a value, if empty, as a request begins
 
-	mu      sync.Mutex
-	dialed  map[string]uint64 // the newest generation dialled, by server
-	changed chan struct{}     // closed and replaced when dialed changes
+	mu       sync.Mutex
+	dialed   map[string]uint64 // the newest generation dialled, by server
+	failures int               // failed dials
+	changed  chan struct{}     // closed and replaced when dialed or failures change
 }
 
 func (h *hook) RequestStart(ctx context.Context, r *client.Request) context.Context {
@@ -60,12 +61,13 @@ func (h *hook) RequestStart(ctx context.Context, r *client.Request) context.Cont
 
 func (h *hook) Dial(server string, gen uint64, took time.Duration, err error) {
 	h.Observer.Dial(server, gen, took, err)
-	if err != nil {
-		return
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.dialed[server] = max(h.dialed[server], gen)
+	if err != nil {
+		h.failures++
+	} else {
+		h.dialed[server] = max(h.dialed[server], gen)
+	}
 	close(h.changed)
 	h.changed = make(chan struct{})
 }
@@ -73,18 +75,30 @@ func (h *hook) Dial(server string, gen uint64, took time.Duration, err error) {
 // awaitDialed waits until the Observer was told of server's dial of gen.
 func (h *hook) awaitDialed(t *testing.T, server string, gen uint64) {
 	t.Helper()
+	h.await(t, func() bool { return h.dialed[server] >= gen })
+}
+
+// awaitFailures waits until the Observer was told of n failed dials.
+func (h *hook) awaitFailures(t *testing.T, n int) {
+	t.Helper()
+	h.await(t, func() bool { return h.failures >= n })
+}
+
+// await waits until done, called with h.mu held, holds.
+func (h *hook) await(t *testing.T, done func() bool) {
+	t.Helper()
 	ctx := testCtx(t)
 	for {
 		h.mu.Lock()
-		done, changed := h.dialed[server] >= gen, h.changed
+		ok, changed := done(), h.changed
 		h.mu.Unlock()
-		if done {
+		if ok {
 			return
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			t.Fatalf("the Observer was never told of %s's dial of generation %d", server, gen)
+			t.Fatal("the Observer was never told what the test waits for")
 		}
 	}
 }
