@@ -22,7 +22,8 @@ import (
 // this package's Observer on the API's no-op providers, and on the SDK's:
 // a TracerProvider that samples every span into a batch processor whose
 // exporter drops them, and a MeterProvider with a reader, so that every
-// span and every value is recorded. Compare with benchstat -col /impl.
+// span and every value is recorded; and on the SDK's without trace context
+// in params._meta. Compare with benchstat -col /impl.
 func BenchmarkCallTool(b *testing.B) {
 	srv := server.NewMCPServer("bench", "1.0", server.WithToolCapabilities(false))
 	srv.AddTool(mcp.NewTool("echo", mcp.WithString("text")),
@@ -44,23 +45,32 @@ func BenchmarkCallTool(b *testing.B) {
 		defer obs.Close()
 		benchCalls(b, client.New(client.WithObserver(obs)), srv, args)
 	})
-	b.Run("impl=otel-sdk", func(b *testing.B) {
-		ctx := context.Background()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
-		defer func() { _ = tp.Shutdown(ctx) }()
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		defer func() { _ = mp.Shutdown(ctx) }()
-		obs, err := mcpotel.New(mcpotel.WithTracerProvider(tp), mcpotel.WithMeterProvider(mp),
-			mcpotel.WithPropagators(trace))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer obs.Close()
-		benchCalls(b, client.New(client.WithObserver(obs)), srv, args)
-	})
+	// otel-sdk-nometa: the same without trace context in params._meta,
+	// to tell the Observer's cost from the cost of carrying _meta.
+	for _, bc := range []struct {
+		name string
+		prop propagation.TextMapPropagator
+	}{{"otel-sdk", trace}, {"otel-sdk-nometa", propagation.NewCompositeTextMapPropagator()}} {
+		b.Run("impl="+bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
+			defer func() { _ = tp.Shutdown(ctx) }()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			defer func() { _ = mp.Shutdown(ctx) }()
+			obs, err := mcpotel.New(mcpotel.WithTracerProvider(tp), mcpotel.WithMeterProvider(mp),
+				mcpotel.WithPropagators(bc.prop))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer obs.Close()
+			benchCalls(b, client.New(client.WithObserver(obs)), srv, args)
+		})
+	}
 }
 
-// benchCalls times calls of "echo" through m, holding one server: srv.
+// benchCalls times calls of "echo" through m, holding one server: srv,
+// reporting allocations and the process's CPU time per call, as the core's
+// call-overhead benchmarks do.
 func benchCalls(b *testing.B, m *client.Manager, srv *server.MCPServer, args any) {
 	ctx := context.Background()
 	defer m.Close()
@@ -71,11 +81,13 @@ func benchCalls(b *testing.B, m *client.Manager, srv *server.MCPServer, args any
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	cpu := processCPUTime()
 	for b.Loop() {
 		if _, err := m.CallTool(ctx, "s", "echo", args); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(processCPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // discardSpans is an exporter that drops what it is given.
