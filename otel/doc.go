@@ -33,7 +33,8 @@
 // numbers requests inside its client and does not tell the Manager.
 //
 // Two span events tell what the request went through: "mcpfleet.wait" when
-// it waited for the server to (re)connect before it could be sent (with
+// it waited for the server to (re)connect before it could be sent, that is
+// when its first attempt went to a runtime dialled after it began (with
 // mcpfleet.server.state, the state it found the server in, and
 // mcpfleet.wait.duration in seconds), and "mcpfleet.retry" when it was sent
 // again transparently, resent after provably not reaching a runtime (a
@@ -57,9 +58,10 @@
 //
 // # Trace context
 //
-// The span's context is injected with the configured propagator (W3C trace
-// context by default, through the global propagator) into the request's
-// params._meta: "traceparent", "tracestate" (and "baggage" if the
+// The span's context is injected with the configured propagator (the
+// global one by default, which propagates nothing until the host sets one:
+// set propagation.TraceContext{} there or with WithPropagators) into the
+// request's params._meta: "traceparent", "tracestate" (and "baggage" if the
 // propagator carries it), unprefixed, as the conventions and SEP-414 say. A
 // server that extracts it from _meta continues the trace.
 //
