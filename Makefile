@@ -9,13 +9,17 @@ CONFORMANCE_DIR := testdata/conformance
 
 # go test ./... includes internal/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
+# otel/ is a module of its own (so that the core requires no OpenTelemetry):
+# ./... of the core does not reach it, so it is vetted and tested apart.
 test: npm conformance-npm vet crossbuild
 	$(GO) test -race -count=1 -timeout 15m ./...
+	cd otel && $(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 10s ./client/
 
 vet:
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
+	cd otel && $(GO) mod tidy -diff && $(GO) vet ./...
 
 # Every package, tests included, must build and vet for the other OSes hosts
 # run on; linux/amd64 is the one whose tests run.
@@ -43,6 +47,7 @@ conformance: conformance-npm
 # Benchmarks behind BENCHMARKS.md; compare with benchstat -col /impl.
 bench: npm
 	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./transport/...
+	cd otel && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 demo:
 	$(GO) run ./examples/demo
