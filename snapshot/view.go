@@ -106,9 +106,9 @@ func (v *View) Tool(qualified string) (Tool, bool) {
 func (v *View) NumTools() int { return v.in().NumTools() }
 
 // ToolAt returns the i-th tool in qualified-name order, 0 <= i <
-// NumTools(). With NumTools it walks the View without allocating, in
-// constant time per tool; the first ToolAt on a new View puts its tools in
-// order, once for every reader (O(tools), one allocation).
+// NumTools(). With NumTools it walks the View in constant time per tool
+// and without allocating; only the first ToolAt on a new View lays its
+// tools out in order, once for all readers (O(tools), one allocation).
 func (v *View) ToolAt(i int) Tool { return Tool{t: v.in().Tools()[i]} }
 
 // Tools yields every tool in the View, sorted by qualified name. The
