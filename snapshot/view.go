@@ -48,7 +48,7 @@ func (t Tool) Definition() mcp.Tool {
 	if t.t == nil {
 		return mcp.Tool{}
 	}
-	return t.t.Tool
+	return *t.t.Tool
 }
 
 // Quarantine is a tool left out of the View because another tool got its

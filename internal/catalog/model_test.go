@@ -126,7 +126,7 @@ func (m *model) rebuild(server string, old, cur *modelServer) Diff {
 			quarantined = append(quarantined, Quarantine{Server: c.server, Tool: c.tool.Name, Qualified: c.q, Holder: tools[len(tools)-1].Server})
 			continue
 		}
-		tools = append(tools, Tool{Qualified: c.q, Server: c.server, Tool: *c.tool})
+		tools = append(tools, Tool{Qualified: c.q, Server: c.server, Tool: c.tool})
 	}
 
 	d := m.diffTools(server, old, cur)
@@ -360,8 +360,7 @@ func checkViewMatches(t *testing.T, step string, v *View, m *model) {
 	}
 	for i, tl := range tools {
 		w := m.tools[i]
-		// The description tells the versions of a tool apart.
-		if tl.Qualified != w.Qualified || tl.Server != w.Server || tl.Tool.Name != w.Tool.Name || tl.Tool.Description != w.Tool.Description {
+		if tl.Qualified != w.Qualified || tl.Server != w.Server || tl.Tool != w.Tool {
 			t.Fatalf("%s: tool %d = %s of %s (%q), want %s of %s (%q)", step, i, tl.Qualified, tl.Server, tl.Tool.Description, w.Qualified, w.Server, w.Tool.Description)
 		}
 		if ref, ok := v.ToolRef(tl.Qualified); !ok || ref != tl {

@@ -341,10 +341,7 @@ func (p *Publisher) entryLocked(c *Catalog, prefix string, old *entry) *entry {
 	fresh := p.seq + 1 // one number for the whole publish: its claims are equally old
 	for i := range c.Tools {
 		q := p.naming.Qualify(prefix, c.Tools[i].Name)
-		// Fill in place: the struct is large and a composite literal is
-		// copied twice.
-		t := &e.tools[i]
-		t.Qualified, t.Server, t.Tool = q, c.Server, c.Tools[i]
+		e.tools[i] = Tool{Qualified: q, Server: c.Server, Tool: &c.Tools[i]}
 		if _, ok := e.seqs[q]; ok {
 			continue
 		}
@@ -392,80 +389,90 @@ func (p *Publisher) replaceLocked(server string, old, cur *entry, d *Diff) {
 	}
 	p.catalogs = &listing[*Catalog]{m: p.catalogs.m.apply([]mapEdit[*Catalog]{catalog})}
 
-	index := p.index.batch()
-	var toolEdits []mapEdit[*Tool]
-	var queueEdits []mapEdit[Quarantine]
+	ch := &change{index: p.index.batch(), d: d}
 	mine := cur.claimsByName()
 	for _, q := range names(old, cur) {
 		n := 0
 		for n < len(mine) && mine[n].tool().Qualified == q {
 			n++
 		}
-		before := p.claims[q]
-		after := make([]claim, 0, len(before)+n)
-		for _, c := range before {
-			if c.e.server != server {
-				after = append(after, c)
-			}
-		}
-		after = append(after, mine[:n]...)
+		p.reclaimLocked(ch, q, server, mine[:n])
 		mine = mine[n:]
-		slices.SortFunc(after, claimLess)
-		if len(after) == 0 {
-			delete(p.claims, q)
-		} else {
-			p.claims[q] = after
-		}
+	}
+	p.index = ch.index.done()
+	if len(ch.tools) > 0 {
+		p.tools = &listing[*Tool]{m: p.tools.m.apply(ch.tools)}
+	}
+	if len(ch.queues) > 0 {
+		p.quarantined = &listing[Quarantine]{m: p.quarantined.m.apply(ch.queues)}
+	}
+}
 
-		// The holder: the oldest claim.
-		var was, is *Tool
-		if len(before) > 0 {
-			was = before[0].tool()
-		}
-		if len(after) > 0 {
-			is = after[0].tool()
-		}
-		switch {
-		case is == nil:
-			index.delete(q)
-			toolEdits = append(toolEdits, mapEdit[*Tool]{key: q, del: true})
-		case is != was:
-			index.set(is)
-			toolEdits = append(toolEdits, mapEdit[*Tool]{key: q, val: is})
-		}
+// change gathers what one publish or unpublish does to the View's maps, to
+// apply it in one batch per map, and the quarantine changes of its Diff.
+type change struct {
+	index  *indexBatch
+	tools  []mapEdit[*Tool]      // sorted by name
+	queues []mapEdit[Quarantine] // sorted by queueKey
+	d      *Diff
+}
 
-		// The queue: every other claim, in the order they would be promoted.
-		qb, qa := queue(q, before), queue(q, after)
-		if slices.Equal(qb, qa) {
-			continue
-		}
-		if len(qb) > 0 {
-			p.queueSum.sub(queueDigest(q, qb))
-		}
-		if len(qa) > 0 {
-			p.queueSum.add(queueDigest(q, qa))
-		}
-		for i, e := range qa {
-			queueEdits = append(queueEdits, mapEdit[Quarantine]{key: queueKey(q, i), val: e})
-			if !queued(qb, e) {
-				d.Quarantined = append(d.Quarantined, e)
-			}
-		}
-		for i, e := range qb {
-			if i >= len(qa) {
-				queueEdits = append(queueEdits, mapEdit[Quarantine]{key: queueKey(q, i), del: true})
-			}
-			if !queued(qa, e) && is != nil && is.Server == e.Server && is.Tool.Name == e.Tool {
-				d.Promoted = append(d.Promoted, e)
-			}
+// reclaimLocked replaces server's claims on qualified with mine (which may
+// be none), then updates the name's holder and queue. Names must come in
+// order, so that ch's edits are sorted. p.mu must be held.
+func (p *Publisher) reclaimLocked(ch *change, qualified, server string, mine []claim) {
+	before := p.claims[qualified]
+	after := slices.DeleteFunc(slices.Clone(before), func(c claim) bool { return c.e.server == server })
+	after = append(after, mine...)
+	slices.SortFunc(after, claimLess)
+	if len(after) == 0 {
+		delete(p.claims, qualified)
+	} else {
+		p.claims[qualified] = after
+	}
+
+	// The holder is the oldest claim.
+	var was, is *Tool
+	if len(before) > 0 {
+		was = before[0].tool()
+	}
+	if len(after) > 0 {
+		is = after[0].tool()
+	}
+	switch {
+	case is == nil:
+		ch.index.delete(qualified)
+		ch.tools = append(ch.tools, mapEdit[*Tool]{key: qualified, del: true})
+	case is != was:
+		ch.index.set(is)
+		ch.tools = append(ch.tools, mapEdit[*Tool]{key: qualified, val: is})
+	}
+
+	// The queue is every other claim, in the order they would be promoted.
+	qb, qa := queue(qualified, before), queue(qualified, after)
+	if slices.Equal(qb, qa) {
+		return
+	}
+	if len(qb) > 0 {
+		p.queueSum.sub(queueDigest(qualified, qb))
+	}
+	if len(qa) > 0 {
+		p.queueSum.add(queueDigest(qualified, qa))
+	}
+	for i, q := range qa {
+		ch.queues = append(ch.queues, mapEdit[Quarantine]{key: queueKey(qualified, i), val: q})
+		if !queued(qb, q) {
+			ch.d.Quarantined = append(ch.d.Quarantined, q)
 		}
 	}
-	p.index = index.done()
-	if len(toolEdits) > 0 {
-		p.tools = &listing[*Tool]{m: p.tools.m.apply(toolEdits)}
-	}
-	if len(queueEdits) > 0 {
-		p.quarantined = &listing[Quarantine]{m: p.quarantined.m.apply(queueEdits)}
+	for i, q := range qb {
+		if i >= len(qa) {
+			ch.queues = append(ch.queues, mapEdit[Quarantine]{key: queueKey(qualified, i), del: true})
+		}
+		// Promoted: out of the queue, and holding the name now.
+		if !queued(qa, q) && is != nil && is.Server == q.Server && is.Tool.Name == q.Tool {
+			ch.d.Promoted = append(ch.d.Promoted, q)
+		}
 	}
 }
 

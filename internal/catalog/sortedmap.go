@@ -199,13 +199,17 @@ func mergeLeaf[V any](keys []string, vals []V, edits []mapEdit[V]) ([]string, []
 }
 
 // splitLeaf makes leaves of keys and vals: none if empty, else as few as
-// hold them, evenly filled.
+// hold them, evenly filled. Leaves of a split get arrays of their own, so
+// that one that outlives its siblings does not keep theirs alive.
 func splitLeaf[V any](keys []string, vals []V) []*mapNode[V] {
 	parts := (len(keys) + maxFill - 1) / maxFill
+	if parts == 1 {
+		return []*mapNode[V]{{keys: keys, vals: vals, size: len(keys)}}
+	}
 	out := make([]*mapNode[V], parts)
 	for p := range parts {
 		lo, hi := p*len(keys)/parts, (p+1)*len(keys)/parts
-		out[p] = &mapNode[V]{keys: keys[lo:hi:hi], vals: vals[lo:hi:hi], size: hi - lo}
+		out[p] = &mapNode[V]{keys: slices.Clone(keys[lo:hi]), vals: slices.Clone(vals[lo:hi]), size: hi - lo}
 	}
 	return out
 }
@@ -218,6 +222,9 @@ func splitInner[V any](kids []*mapNode[V]) []*mapNode[V] {
 	for p := range parts {
 		lo, hi := p*len(kids)/parts, (p+1)*len(kids)/parts
 		n := &mapNode[V]{keys: make([]string, hi-lo), kids: kids[lo:hi:hi]}
+		if parts > 1 {
+			n.kids = slices.Clone(n.kids)
+		}
 		for i, k := range n.kids {
 			n.keys[i] = k.keys[0]
 			n.size += k.size

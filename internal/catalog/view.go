@@ -8,9 +8,11 @@ type Tool struct {
 	Qualified string
 	// Server is the server that offers the tool.
 	Server string
-	// Tool is the tool as the server sent it. Tool.Name is the wire name,
-	// the one to send in tools/call.
-	Tool mcp.Tool
+	// Tool is the tool as the server sent it, the catalog's own (sealed
+	// catalogs are immutable, so the View shares their tools rather than
+	// copying them): do not modify it. Tool.Name is the wire name, the one
+	// to send in tools/call.
+	Tool *mcp.Tool
 }
 
 // Quarantine is a tool left out of the View because another tool got its
