@@ -215,7 +215,8 @@ func splitLeaf[V any](keys []string, vals []V) []*mapNode[V] {
 }
 
 // splitInner makes inner nodes over kids: none if empty, else as few as
-// hold them, evenly filled.
+// hold them, evenly filled, with arrays of their own when there are several
+// (as splitLeaf does).
 func splitInner[V any](kids []*mapNode[V]) []*mapNode[V] {
 	parts := (len(kids) + maxFill - 1) / maxFill
 	out := make([]*mapNode[V], parts)
