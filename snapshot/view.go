@@ -109,7 +109,7 @@ func (v *View) NumTools() int { return v.in().NumTools() }
 // NumTools(). With NumTools it walks the View in constant time per tool
 // and without allocating; only the first ToolAt on a new View lays its
 // tools out in order, once for all readers (O(tools), one allocation).
-func (v *View) ToolAt(i int) Tool { return Tool{t: v.in().Tools()[i]} }
+func (v *View) ToolAt(i int) Tool { return Tool{t: &v.in().Tools()[i]} }
 
 // Tools yields every tool in the View, sorted by qualified name. The
 // iterator costs a few small allocations per walk; a loop over ToolAt costs
@@ -118,7 +118,7 @@ func (v *View) Tools() iter.Seq[Tool] {
 	tools := v.in().Tools()
 	return func(yield func(Tool) bool) {
 		for i := range tools {
-			if !yield(Tool{t: tools[i]}) {
+			if !yield(Tool{t: &tools[i]}) {
 				return
 			}
 		}

@@ -7,18 +7,21 @@ import (
 )
 
 // toolIndex is a persistent map from qualified name to tool, for lookups:
-// a hash array mapped trie (Bagwell), 32 ways per level. Like sortedMap, an
+// a hash array mapped trie (Bagwell), 64 ways per level. Like sortedMap, an
 // edit copies only the path to its key and shares the rest; unlike it, a
 // lookup costs one string hash and a few array indexings (three levels for
 // ten thousand tools, four for a million) rather than a search. Lookups do
 // not allocate. The zero toolIndex is empty; a toolIndex is never modified
 // once built.
+//
+// Wide nodes make lookups shallow at the cost of larger copies per edit:
+// lookups are per call, edits per publish.
 type toolIndex struct {
 	root *indexNode
 }
 
 const (
-	indexBits = 5 // hash bits per level: 32 slots
+	indexBits = 6 // hash bits per level: 64 slots
 	indexMask = 1<<indexBits - 1
 )
 
@@ -26,11 +29,11 @@ const (
 // process, so one random seed serves all.
 var indexSeed = maphash.MakeSeed()
 
-// indexNode holds up to 32 slots, present ones only, in hash order. Below
+// indexNode holds up to 64 slots, present ones only, in hash order. Below
 // the last level (when the 64 hash bits are used up) a node is a collision
 // list: tools whose names hash alike, in no order and with no bitmap.
 type indexNode struct {
-	bitmap uint32 // which of the 32 slots are present
+	bitmap uint64 // which of the 64 slots are present
 	slots  []indexSlot
 	owner  *batchOwner // the batch that created the node, free to edit it until it ends
 }
@@ -61,11 +64,11 @@ func (n *indexNode) get(qualified string, h uint64) *Tool {
 			}
 			return nil
 		}
-		bit := uint32(1) << (h >> shift & indexMask)
+		bit := uint64(1) << (h >> shift & indexMask)
 		if n.bitmap&bit == 0 {
 			return nil
 		}
-		s := n.slots[bits.OnesCount32(n.bitmap&(bit-1))]
+		s := n.slots[bits.OnesCount64(n.bitmap&(bit-1))]
 		if s.kid == nil {
 			if s.tool.Qualified == qualified {
 				return s.tool
@@ -113,25 +116,82 @@ func (b *indexBatch) done() toolIndex {
 	return toolIndex{b.root}
 }
 
-// mutable returns n itself if the batch owns it, else a copy the batch
-// owns (an empty node for nil).
-func (n *indexNode) mutable(b *indexBatch) *indexNode {
-	switch {
-	case n == nil:
-		return &indexNode{owner: b.owner}
-	case n.owner == b.owner:
+// mutable returns n itself if the batch owns it and it has room for extra
+// more slots, else a copy that b owns and that has the room (an empty node
+// for nil).
+func (n *indexNode) mutable(b *indexBatch, extra int) *indexNode {
+	if n == nil {
+		return newIndexNode(b.owner, extra)
+	}
+	if n.owner == b.owner && cap(n.slots)-len(n.slots) >= extra {
 		return n
 	}
-	// Room for one more slot: a batch that copies a node often adds one.
-	slots := append(make([]indexSlot, 0, len(n.slots)+1), n.slots...)
-	return &indexNode{bitmap: n.bitmap, slots: slots, owner: b.owner}
+	out := newIndexNode(b.owner, len(n.slots)+extra)
+	out.bitmap = n.bitmap
+	out.slots = append(out.slots, n.slots...)
+	return out
+}
+
+// newIndexNode returns an empty node with room for n slots, allocated with
+// them in one block, so that a lookup misses the cache once per level
+// rather than once for the node and once for its slots.
+func newIndexNode(owner *batchOwner, n int) *indexNode {
+	var out *indexNode
+	switch {
+	case n <= 1:
+		b := new(struct {
+			indexNode
+			s [1]indexSlot
+		})
+		out, b.slots = &b.indexNode, b.s[:0]
+	case n <= 2:
+		b := new(struct {
+			indexNode
+			s [2]indexSlot
+		})
+		out, b.slots = &b.indexNode, b.s[:0]
+	case n <= 4:
+		b := new(struct {
+			indexNode
+			s [4]indexSlot
+		})
+		out, b.slots = &b.indexNode, b.s[:0]
+	case n <= 8:
+		b := new(struct {
+			indexNode
+			s [8]indexSlot
+		})
+		out, b.slots = &b.indexNode, b.s[:0]
+	case n <= 16:
+		b := new(struct {
+			indexNode
+			s [16]indexSlot
+		})
+		out, b.slots = &b.indexNode, b.s[:0]
+	case n <= 32:
+		b := new(struct {
+			indexNode
+			s [32]indexSlot
+		})
+		out, b.slots = &b.indexNode, b.s[:0]
+	case n <= 1<<indexBits:
+		b := new(struct {
+			indexNode
+			s [1 << indexBits]indexSlot
+		})
+		out, b.slots = &b.indexNode, b.s[:0]
+	default: // a collision list, which has no bound
+		out = &indexNode{slots: make([]indexSlot, 0, n)}
+	}
+	out.owner = owner
+	return out
 }
 
 // with returns n (nil: empty) holding t, edited in place if b owns it, else
 // copied; h is the hash of t.Qualified and shift the hash bits used above n.
 func (n *indexNode) with(t *Tool, h uint64, shift uint, b *indexBatch) *indexNode {
-	out := n.mutable(b)
 	if shift >= 64 {
+		out := n.mutable(b, 1)
 		for i := range out.slots {
 			if out.slots[i].tool.Qualified == t.Qualified {
 				out.slots[i].tool = t
@@ -141,13 +201,15 @@ func (n *indexNode) with(t *Tool, h uint64, shift uint, b *indexBatch) *indexNod
 		out.slots = append(out.slots, indexSlot{tool: t})
 		return out
 	}
-	bit := uint32(1) << (h >> shift & indexMask)
-	i := bits.OnesCount32(out.bitmap & (bit - 1))
-	if out.bitmap&bit == 0 {
+	bit := uint64(1) << (h >> shift & indexMask)
+	if n == nil || n.bitmap&bit == 0 {
+		out := n.mutable(b, 1)
 		out.bitmap |= bit
-		out.slots = slices.Insert(out.slots, i, indexSlot{tool: t})
+		out.slots = slices.Insert(out.slots, bits.OnesCount64(out.bitmap&(bit-1)), indexSlot{tool: t})
 		return out
 	}
+	out := n.mutable(b, 0)
+	i := bits.OnesCount64(out.bitmap & (bit - 1))
 	switch s := &out.slots[i]; {
 	case s.kid != nil:
 		s.kid = s.kid.with(t, h, shift+indexBits, b)
@@ -172,15 +234,15 @@ func (n *indexNode) without(qualified string, h uint64, shift uint, b *indexBatc
 		case len(n.slots) == 1:
 			return nil
 		}
-		out := n.mutable(b)
+		out := n.mutable(b, 0)
 		out.slots = slices.Delete(out.slots, i, i+1)
 		return out
 	}
-	bit := uint32(1) << (h >> shift & indexMask)
+	bit := uint64(1) << (h >> shift & indexMask)
 	if n.bitmap&bit == 0 {
 		return n
 	}
-	i := bits.OnesCount32(n.bitmap & (bit - 1))
+	i := bits.OnesCount64(n.bitmap & (bit - 1))
 	s := n.slots[i]
 	var kid *indexNode
 	if s.kid == nil {
@@ -190,7 +252,7 @@ func (n *indexNode) without(qualified string, h uint64, shift uint, b *indexBatc
 	} else if kid = s.kid.without(qualified, h, shift+indexBits, b); kid == s.kid {
 		return n
 	}
-	out := n.mutable(b)
+	out := n.mutable(b, 0)
 	switch {
 	case kid == nil: // the tool, or a kid left empty
 		out.bitmap &^= bit

@@ -363,7 +363,7 @@ func checkViewMatches(t *testing.T, step string, v *View, m *model) {
 		if tl.Qualified != w.Qualified || tl.Server != w.Server || tl.Tool != w.Tool {
 			t.Fatalf("%s: tool %d = %s of %s (%q), want %s of %s (%q)", step, i, tl.Qualified, tl.Server, tl.Tool.Description, w.Qualified, w.Server, w.Tool.Description)
 		}
-		if ref, ok := v.ToolRef(tl.Qualified); !ok || ref != tl {
+		if ref, ok := v.ToolRef(tl.Qualified); !ok || *ref != tl {
 			t.Fatalf("%s: ToolRef(%s) is not the listed tool", step, tl.Qualified)
 		}
 	}

@@ -52,7 +52,7 @@ type Publisher struct {
 	// What the next View is made of, guarded by mu. The current View shares
 	// them, so a change replaces them with edited copies, never edits them.
 	index       toolIndex            // holders by qualified name
-	tools       *listing[*Tool]      // holders by qualified name
+	tools       *listing[Tool]       // holders by qualified name
 	catalogs    *listing[*Catalog]   // by server
 	quarantined *listing[Quarantine] // by queueKey
 	serverSum   setSum               // of the published servers' serverDigest
@@ -121,7 +121,7 @@ func (p *Publisher) initLocked() {
 	p.servers = make(map[string]*entry)
 	p.floors = make(map[string]floor)
 	p.claims = make(map[string][]claim)
-	p.tools = &listing[*Tool]{}
+	p.tools = &listing[Tool]{}
 	p.catalogs = &listing[*Catalog]{}
 	p.quarantined = &listing[Quarantine]{}
 	p.cur.Store(p.viewLocked(0))
@@ -401,7 +401,7 @@ func (p *Publisher) replaceLocked(server string, old, cur *entry, d *Diff) {
 	}
 	p.index = ch.index.done()
 	if len(ch.tools) > 0 {
-		p.tools = &listing[*Tool]{m: p.tools.m.apply(ch.tools)}
+		p.tools = &listing[Tool]{m: p.tools.m.apply(ch.tools)}
 	}
 	if len(ch.queues) > 0 {
 		p.quarantined = &listing[Quarantine]{m: p.quarantined.m.apply(ch.queues)}
@@ -412,7 +412,7 @@ func (p *Publisher) replaceLocked(server string, old, cur *entry, d *Diff) {
 // apply it in one batch per map, and the quarantine changes of its Diff.
 type change struct {
 	index  *indexBatch
-	tools  []mapEdit[*Tool]      // sorted by name
+	tools  []mapEdit[Tool]       // sorted by name
 	queues []mapEdit[Quarantine] // sorted by queueKey
 	d      *Diff
 }
@@ -442,10 +442,10 @@ func (p *Publisher) reclaimLocked(ch *change, qualified, server string, mine []c
 	switch {
 	case is == nil:
 		ch.index.delete(qualified)
-		ch.tools = append(ch.tools, mapEdit[*Tool]{key: qualified, del: true})
+		ch.tools = append(ch.tools, mapEdit[Tool]{key: qualified, del: true})
 	case is != was:
 		ch.index.set(is)
-		ch.tools = append(ch.tools, mapEdit[*Tool]{key: qualified, val: is})
+		ch.tools = append(ch.tools, mapEdit[Tool]{key: qualified, val: *is})
 	}
 
 	// The queue is every other claim, in the order they would be promoted.

@@ -45,7 +45,7 @@ type View struct {
 	version     uint64
 	hash        string
 	index       toolIndex            // tools by qualified name, for lookups
-	tools       *listing[*Tool]      // sorted by Qualified
+	tools       *listing[Tool]       // sorted by Qualified
 	catalogs    *listing[*Catalog]   // sorted by Server
 	quarantined *listing[Quarantine] // sorted by Qualified, then claim order
 	changed     chan struct{}        // closed when the next View is published
@@ -71,11 +71,12 @@ func (v *View) Hash() string { return v.hash }
 func (v *View) NumTools() int { return v.tools.m.len() }
 
 // Tools returns every tool in the View, sorted by qualified name. It is the
-// View's own slice, shared by every reader: do not modify it or the tools.
-// The first call on a View builds it, in O(tools) and one allocation, unless
-// an earlier View with the same tools built it already; every later call is
-// constant time and allocates nothing.
-func (v *View) Tools() []*Tool { return v.tools.values() }
+// View's own slice, shared by every reader: do not modify it. The first call
+// on a View builds it, in O(tools) and one allocation, unless an earlier
+// View with the same tools built it already; every later call is constant
+// time and allocates nothing. A Tool is small (its definition is the
+// catalog's), so a loop over the slice reads it in order, in one array.
+func (v *View) Tools() []Tool { return v.tools.values() }
 
 // Tool returns the tool with the given qualified name. Quarantined tools are
 // not found. Constant time (a hash and a few indexings), no allocation.
