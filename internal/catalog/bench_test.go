@@ -162,6 +162,25 @@ func BenchmarkViewTool(b *testing.B) {
 	}
 }
 
+// BenchmarkViewToolScattered looks up the 10,000 tools of 1,000 servers in
+// a scattered order, as calls to many servers do: unlike BenchmarkViewTool,
+// most lookups find little of the index in the CPU's caches.
+func BenchmarkViewToolScattered(b *testing.B) {
+	p := fleetOf(b, 1000).p
+	var names []string
+	for _, t := range p.View().Tools() {
+		names = append(names, t.Qualified)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, ok := p.View().Tool(names[i]); !ok {
+			b.Fatal("not found")
+		}
+		i = (i + 7919) % len(names)
+	}
+}
+
 // BenchmarkSeal is the cost of hashing one 10-tool catalog, paid by the
 // goroutine that fetched it.
 func BenchmarkSeal(b *testing.B) {
