@@ -55,13 +55,8 @@ func (x toolIndex) get(qualified string) *Tool {
 // get returns the tool named qualified, whose hash is h, from the trie
 // rooted at n (nil: empty).
 func (n *indexNode) get(qualified string, h uint64) *Tool {
-	for shift := uint(0); n != nil; shift += indexBits {
-		if shift >= 64 {
-			for _, s := range n.slots {
-				if s.tool.Qualified == qualified {
-					return s.tool
-				}
-			}
+	for shift := uint(0); shift < 64; shift += indexBits {
+		if n == nil {
 			return nil
 		}
 		bit := uint64(1) << (h >> shift & indexMask)
@@ -76,6 +71,12 @@ func (n *indexNode) get(qualified string, h uint64) *Tool {
 			return nil
 		}
 		n = s.kid
+	}
+	// The hash is used up: n is a collision list.
+	for _, s := range n.slots {
+		if s.tool.Qualified == qualified {
+			return s.tool
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // sortedMap is a persistent map from strings to V, kept in key order: a B+
@@ -238,19 +239,28 @@ func splitInner[V any](kids []*mapNode[V]) []*mapNode[V] {
 // listing is a sortedMap and, built on first use, its values in key order:
 // what a View walks. Views whose map did not change share one listing, so
 // its values are built at most once for all of them. The build is O(n) and
-// allocates once; every later read is free.
+// allocates once; every later read is an atomic load.
 type listing[V any] struct {
-	m    sortedMap[V]
-	once sync.Once
-	vals []V
+	m     sortedMap[V]
+	built uint32     // atomic: 1 once vals is set and final, to read without mu
+	mu    sync.Mutex // serializes the build
+	vals  []V
 }
 
 // values returns the values in key order, the listing's own slice.
 func (l *listing[V]) values() []V {
-	l.once.Do(l.build)
-	return l.vals
+	if atomic.LoadUint32(&l.built) != 0 {
+		return l.vals
+	}
+	return l.build()
 }
 
-func (l *listing[V]) build() {
-	l.vals = l.m.appendValues(make([]V, 0, l.m.len()))
+func (l *listing[V]) build() []V {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.built == 0 {
+		l.vals = l.m.appendValues(make([]V, 0, l.m.len()))
+		atomic.StoreUint32(&l.built, 1)
+	}
+	return l.vals
 }
