@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -178,6 +179,32 @@ func BenchmarkViewToolScattered(b *testing.B) {
 			b.Fatal("not found")
 		}
 		i = (i + 7919) % len(names)
+	}
+}
+
+// BenchmarkPublisherHeap reports the heap a Publisher holds per server
+// with 1,000 servers of 10 tools published and its View walked once. The
+// servers share one catalog's tools, so what is counted is the Publisher's
+// own: its Views, indexes and claims. Run it with -benchtime 1x.
+func BenchmarkPublisherHeap(b *testing.B) {
+	template := fleetOf(b, 100).servers[0].cats[0]
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		p := NewPublisher(Naming{})
+		for s := range 1000 {
+			c := *template // still sealed: the lists are the same
+			c.Server = fmt.Sprintf("server%05d", s)
+			if _, ok := p.Publish(&c, ""); !ok {
+				b.Fatal("publish ignored")
+			}
+		}
+		p.View().Tools()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1000, "B/server")
+		runtime.KeepAlive(p)
 	}
 }
 
