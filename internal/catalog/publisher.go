@@ -19,14 +19,15 @@ import (
 // quarantined tools in persistent maps (a sorted B+ tree and, for lookups by
 // name, a hash trie) that share every node a change does not touch with the
 // View before: a publish or unpublish of a server with k tools, in a fleet of
-// n tools, copies the paths to its k names, O(k log n), and nothing else
-// (30 to 40 µs for 10 tools, whether the fleet holds 1,000 tools or
-// 100,000, where rebuilding took 4 to 54 ms; see BENCHMARKS.md). Reads stay as they were: Tool is a hash lookup; the
-// sorted slices that Tools, Catalogs and Quarantined return are built from
-// the maps by the first reader that asks for them, once per View, in O(n),
-// the order of the walk that reader is about to make. A publish that changes
-// nothing (a reconnect that fetched the same catalog) builds no View and
-// costs a hash comparison.
+// n tools, copies the paths to its k names, O(k log n), and nothing else:
+// 30 to 40 µs for 10 tools whether the fleet holds 1,000 tools or 100,000,
+// where rebuilding the View took 4 to 54 ms (see BENCHMARKS.md). Reads keep
+// their shape: Tool is a hash lookup, constant time and allocation-free (a
+// few nanoseconds dearer than a Go map); the sorted slices that Tools,
+// Catalogs and Quarantined return are built from the maps by the first
+// reader that asks for them, once per View, in O(n), the order of the walk
+// that reader is about to make. A publish that changes nothing (a reconnect
+// that fetched the same catalog) builds no View and costs a hash comparison.
 //
 // Name collisions are settled by publish order. Each qualified name a server
 // offers is claimed when it first appears in a published catalog of that
