@@ -42,7 +42,7 @@ conformance: conformance-npm
 
 # Benchmarks behind BENCHMARKS.md; compare with benchstat -col /impl.
 bench: npm
-	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./transport/...
+	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/...
 
 demo:
 	$(GO) run ./examples/demo
