@@ -16,7 +16,7 @@
 // [View.Quarantined] until the name is free.
 //
 // Readers load the current View from the manager with one atomic load and
-// never lock; a lookup by qualified name is a map access with no allocation.
+// never lock; a lookup by qualified name is a hash lookup with no allocation.
 // A catalog fetched by a runtime that has since been replaced can never
 // overwrite a newer one: publication is bound to the runtime's generation.
 package snapshot

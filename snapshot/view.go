@@ -48,7 +48,7 @@ func (t Tool) Definition() mcp.Tool {
 	if t.t == nil {
 		return mcp.Tool{}
 	}
-	return t.t.Tool
+	return *t.t.Tool
 }
 
 // Quarantine is a tool left out of the View because another tool got its
@@ -79,12 +79,14 @@ func (v *View) in() *catalog.View { return (*catalog.View)(v) }
 // empty View a manager starts with, one more for every View after it.
 func (v *View) Version() uint64 { return v.in().Version() }
 
-// Hash is a content hash of the View: the hex sha256 of each server's name,
-// tool prefix, catalog hash and server info, the separator, and the
-// quarantined tools. Equal hashes mean the same tools under the same names,
-// so a host can cache what it derives from a View (a rendered tool list for
-// the model, say) by hash and reuse it across versions that went back and
-// forth.
+// Hash is a content hash of the View: the hex sha256 of the separator and
+// of two sums modulo 2^256, one of a sha256 per server (its name, tool
+// prefix, catalog hash and server info) and one of a sha256 per qualified
+// name with quarantined tools (the name and its quarantined tools in
+// promotion order). Equal hashes mean the same tools under the same names,
+// whatever order the servers were published in, so a host can cache what it
+// derives from a View (a rendered tool list for the model, say) by hash and
+// reuse it across versions that went back and forth.
 func (v *View) Hash() string { return v.in().Hash() }
 
 // Changed returns a channel that is closed when a newer View replaces this
@@ -101,10 +103,12 @@ func (v *View) Tool(qualified string) (Tool, bool) {
 }
 
 // NumTools returns how many tools the View holds.
-func (v *View) NumTools() int { return len(v.in().Tools()) }
+func (v *View) NumTools() int { return v.in().NumTools() }
 
 // ToolAt returns the i-th tool in qualified-name order, 0 <= i <
-// NumTools(). With NumTools it walks the View without allocating.
+// NumTools(). With NumTools it walks the View in constant time per tool
+// and without allocating; only the first ToolAt on a new View lays its
+// tools out in order, once for all readers (O(tools), one allocation).
 func (v *View) ToolAt(i int) Tool { return Tool{t: &v.in().Tools()[i]} }
 
 // Tools yields every tool in the View, sorted by qualified name. The

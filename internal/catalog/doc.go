@@ -9,7 +9,10 @@
 // provider APIs accept, with a version, a content hash and a channel that
 // closes when a newer View replaces it. Readers load the current View with one
 // atomic load and never lock; writers serialize on the Publisher's mutex and
-// swap a freshly built View whole, as grpc-go's pickerWrapper does.
+// swap in a new View whole, as grpc-go's pickerWrapper does. A new View shares
+// with the one before it everything the change did not touch (its maps are
+// persistent: a B+ tree in name order and a hash trie for lookups), so a
+// publish costs the size of the server it changes, not of the fleet.
 //
 // Generations make late results harmless: a publish carrying an older
 // generation than the one last published for that server, or one not newer

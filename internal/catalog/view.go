@@ -1,8 +1,7 @@
 package catalog
 
 import (
-	"slices"
-	"strings"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -13,9 +12,11 @@ type Tool struct {
 	Qualified string
 	// Server is the server that offers the tool.
 	Server string
-	// Tool is the tool as the server sent it. Tool.Name is the wire name,
-	// the one to send in tools/call.
-	Tool mcp.Tool
+	// Tool is the tool as the server sent it, the catalog's own (sealed
+	// catalogs are immutable, so the View shares their tools rather than
+	// copying them): do not modify it. Tool.Name is the wire name, the one
+	// to send in tools/call.
+	Tool *mcp.Tool
 }
 
 // Quarantine is a tool left out of the View because another tool got its
@@ -38,77 +39,87 @@ type Quarantine struct {
 // View for a whole turn of a conversation and see a consistent set of tools
 // however the servers change meanwhile.
 //
-// The slices it returns are its own backing arrays, shared by every reader:
-// they must not be modified. Sharing them is what keeps reads free of
-// allocations with thousands of tools.
+// A View shares its contents with the Views before and after it: they are
+// persistent maps in which a change copies only what it touches (see
+// Publisher). The slices it returns are built from them once, by the first
+// reader that asks, and are then shared by every reader: they must not be
+// modified. Sharing them is what keeps reads free of allocations with
+// thousands of tools.
 type View struct {
 	version     uint64
 	hash        string
-	tools       []Tool         // sorted by Qualified
-	index       map[string]int // Qualified → position in tools
-	catalogs    []*Catalog     // sorted by Server
-	quarantined []Quarantine   // sorted by Qualified, then claim order
-	changed     chan struct{}  // closed when the next View is published
+	index       toolIndex            // tools by qualified name, for lookups
+	tools       *listing[Tool]       // sorted by Qualified
+	catalogs    *listing[*Catalog]   // sorted by Server
+	quarantined *listing[Quarantine] // sorted by Qualified, then claim order
+	changed     chan struct{}        // closed when the next View is published
 }
 
 // Version is the number of published changes before this View: 0 for the
 // empty View a Publisher starts with, one more for every View after it.
 func (v *View) Version() uint64 { return v.version }
 
-// Hash is a content hash of the View: the hex sha256 of each server's name,
-// tool prefix, catalog Hash and server info, the separator, and the
-// quarantined tools. Equal hashes mean the same tools under the same names,
-// so a host can cache what it derives from a View (a rendered tool list for
-// the model, say) by hash and reuse it across versions that went back and forth.
+// Hash is a content hash of the View: the hex sha256 of the separator and
+// of two sums modulo 2^256, one of a sha256 per published server (its name,
+// tool prefix, catalog Hash and server info) and one of a sha256 per
+// qualified name with quarantined tools (the name, and the server and wire
+// name of each quarantined tool in promotion order). Equal hashes mean the
+// same tools under the same names, whatever order the servers were
+// published in, so a host can cache what it derives from a View (a rendered
+// tool list for the model, say) by hash and reuse it across versions that
+// went back and forth. The sums are what let each change update the hash at
+// the cost of that change.
 func (v *View) Hash() string { return v.hash }
 
-// Tools returns every tool in the View, sorted by qualified name. It is the
-// View's own slice: do not modify it. Constant time, no allocation. A Tool is
-// a few hundred bytes, so loops over thousands of them are cheaper by index
-// (for i := range tools) than by value.
-func (v *View) Tools() []Tool { return v.tools }
+// NumTools returns how many tools the View holds. Constant time.
+func (v *View) NumTools() int { return v.tools.m.len() }
 
-// Tool returns the tool with the given qualified name. Quarantined tools are
-// not found. No allocation.
-func (v *View) Tool(qualified string) (Tool, bool) {
-	i, ok := v.index[qualified]
-	if !ok {
-		return Tool{}, false
+// Tools returns every tool in the View, sorted by qualified name. It is the
+// View's own slice, shared by every reader: do not modify it. The first call
+// on a View builds it, in O(tools) and one allocation, unless an earlier
+// View with the same tools built it already; every later call is constant
+// time and allocates nothing. A Tool is small (its definition is the
+// catalog's), so a loop over the slice reads it in order, in one array.
+func (v *View) Tools() []Tool {
+	// listing.values spelled out, with the cheapest atomic load: this way
+	// Tools fits the inliner's budget, which saves a call per ToolAt.
+	if l := v.tools; atomic.LoadUint32(&l.built) != 0 {
+		return l.vals
 	}
-	return v.tools[i], true
+	return v.tools.build()
 }
 
-// ToolRef is Tool without the copy: a pointer into the View's own tools,
-// which the caller must not modify.
-func (v *View) ToolRef(qualified string) (*Tool, bool) {
-	i, ok := v.index[qualified]
-	if !ok {
-		return nil, false
+// Tool returns the tool with the given qualified name. Quarantined tools are
+// not found. Constant time (a hash and a few indexings), no allocation.
+func (v *View) Tool(qualified string) (Tool, bool) {
+	if t := v.index.get(qualified); t != nil {
+		return *t, true
 	}
-	return &v.tools[i], true
+	return Tool{}, false
+}
+
+// ToolRef is Tool without the copy: a pointer to the View's own tool, which
+// the caller must not modify.
+func (v *View) ToolRef(qualified string) (*Tool, bool) {
+	t := v.index.get(qualified)
+	return t, t != nil
 }
 
 // Catalog returns the published catalog of server. While a server reconnects
 // its last good catalog stays published, so ok is true until the manager
 // unpublishes it. O(log servers), no allocation.
 func (v *View) Catalog(server string) (*Catalog, bool) {
-	i, ok := slices.BinarySearchFunc(v.catalogs, server, func(c *Catalog, s string) int {
-		return strings.Compare(c.Server, s)
-	})
-	if !ok {
-		return nil, false
-	}
-	return v.catalogs[i], true
+	return v.catalogs.m.get(server)
 }
 
 // Catalogs returns every published catalog, sorted by server. It is the View's
-// own slice: do not modify it.
-func (v *View) Catalogs() []*Catalog { return v.catalogs }
+// own slice: do not modify it. Like Tools, it is built on the first call.
+func (v *View) Catalogs() []*Catalog { return v.catalogs.values() }
 
 // Quarantined returns the tools left out because of a name collision, sorted
 // by qualified name and then by the order they would be promoted in. It is the
-// View's own slice: do not modify it.
-func (v *View) Quarantined() []Quarantine { return v.quarantined }
+// View's own slice: do not modify it. Like Tools, it is built on the first call.
+func (v *View) Quarantined() []Quarantine { return v.quarantined.values() }
 
 // Changed returns a channel that is closed when a newer View replaces this
 // one. A waiter selects on it with its context, then loads the new View from
