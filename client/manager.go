@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // Manager keeps many MCP servers usable at once. Each server lives in a
@@ -25,6 +26,10 @@ type Manager struct {
 	bus     *bus
 	pub     *snapshot.Publisher
 	dialSem *semaphore.Weighted
+	// registry records the stdio children's process groups in the state
+	// file (WithStateFile); nil without one. Set in New, closed by Close
+	// after every runtime.
+	registry *stdio.Registry
 
 	mu     sync.RWMutex // guards slots and closed
 	slots  map[string]*slot
@@ -55,7 +60,8 @@ type Manager struct {
 	onProbe func(s *slot, err error)
 }
 
-// New returns a Manager with no servers.
+// New returns a Manager with no servers. With WithStateFile it first ends
+// what a crashed predecessor left running, which can take a few seconds.
 func New(opts ...Option) *Manager {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -75,6 +81,7 @@ func New(opts ...Option) *Manager {
 		slots:     map[string]*slot{},
 		closeDone: make(chan struct{}),
 	}
+	m.openStateFile()
 	go m.bus.run()
 	return m
 }
@@ -306,6 +313,10 @@ func (m *Manager) Close() error {
 	wg.Wait()
 	m.cancel()
 	m.wg.Wait()
+	// Every child is reaped, so every entry is gone: this removes the file.
+	if err := m.registry.Close(); err != nil {
+		errs = append(errs, err)
+	}
 	m.bus.close()
 	close(m.closeDone)
 	return errors.Join(errs...)

@@ -66,6 +66,7 @@ type options struct {
 	clientInfo       mcp.Implementation
 	stdioOptions     []stdio.Option
 	httpOptions      []mcphttp.Option
+	stateFile        string // WithStateFile; "" is off
 	// The client role (handlers.go): what the host answers servers with.
 	sampling     SamplingHandler
 	elicitation  ElicitationHandler

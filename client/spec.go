@@ -84,7 +84,7 @@ func (s ServerSpec) dialer(o *options, legacy bool) Dialer {
 	switch {
 	case s.Stdio != nil:
 		spec := *s.Stdio
-		opts := o.stdioOptions
+		opts := append([]stdio.Option{stdio.WithLogger(o.logger)}, o.stdioOptions...)
 		return func(ctx context.Context) (Conn, error) { return stdio.Dial(ctx, spec, opts...) }
 	case s.HTTP != nil:
 		spec := *s.HTTP

@@ -4,6 +4,7 @@ package stdio
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -57,9 +58,19 @@ const guardShell = "/bin/sh"
 // guardScript is what the guard runs. It ignores the signals that a server
 // or its wrapper may send to its own group (kill 0) or that Close sends to
 // ask for an exit (SIGTERM), so that it keeps guarding until the group is
-// killed or the host is gone. read returns on EOF, that is when the last
-// write end closed: the host exited, or the Conn let the group go.
-const guardScript = `trap '' HUP INT QUIT TERM USR1 USR2 PIPE; read -r x; kill -s KILL 0`
+// killed or the host is gone; says it is armed; lets go of that pipe; and
+// waits. read returns on EOF, that is when the last write end closed: the
+// host exited, or the Conn let the group go.
+const guardScript = `trap '' HUP INT QUIT TERM USR1 USR2 PIPE; echo armed; exec >/dev/null; read -r x; kill -s KILL 0`
+
+// guardArmed is what the guard writes once its traps are set, and
+// guardArmTimeout bounds the wait for it. Until then a signal to the group
+// could end the guard, and Dial should not return a group that is not yet
+// tied to the host; a shell takes a millisecond or so to get there.
+const (
+	guardArmed      = "armed\n"
+	guardArmTimeout = 5 * time.Second
+)
 
 // guardName is the guard's $0, which shows in ps after the script, so a
 // person looking at the process list can tell what the extra sh is. argv[0]
@@ -105,28 +116,51 @@ func startProcess(cmd *exec.Cmd) error {
 }
 
 // startGuard starts the guard of the process group pgid, whose leader has
-// just been started and is not yet reaped (so the group exists).
+// just been started and is not yet reaped (so the group exists), and waits
+// until it is armed.
 func startGuard(pgid int) (guard, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return guard{}, fmt.Errorf("guard: pipe: %w", err)
+	var pipes [4]*os.File // stdinR, stdinW, armedR, armedW
+	for i := 0; i < len(pipes); i += 2 {
+		var err error
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			closeFiles(pipes[:]...)
+			return guard{}, fmt.Errorf("guard: pipe: %w", err)
+		}
 	}
+	stdinR, stdinW, armedR, armedW := pipes[0], pipes[1], pipes[2], pipes[3]
+	defer armedR.Close()
 	cmd := exec.Command(guardShell, "-c", guardScript, guardName)
-	cmd.Stdin = r // stdout and stderr are /dev/null
-	cmd.Dir = "/" // so that it keeps no directory busy
+	cmd.Stdin, cmd.Stdout = stdinR, armedW // stderr is /dev/null
+	cmd.Dir = "/"                          // so that it keeps no directory busy
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-	err = cmd.Start()
-	_ = r.Close() // the guard has it; ours would keep the pipe from EOF
+	err := cmd.Start()
+	closeFiles(stdinR, armedW) // the guard has them; ours would keep the pipes from EOF
 	if err != nil {
-		_ = w.Close()
+		_ = stdinW.Close()
 		return guard{}, fmt.Errorf("guard: start %s: %w", guardShell, err)
 	}
-	g := guard{w: w, done: make(chan struct{})}
+	g := guard{w: stdinW, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(g.done)
 	}()
+
+	_ = armedR.SetReadDeadline(time.Now().Add(guardArmTimeout))
+	buf := make([]byte, len(guardArmed))
+	if _, err := io.ReadFull(armedR, buf); err != nil || string(buf) != guardArmed {
+		// A shell that is not POSIX enough, or too slow to trust. Not
+		// released, which would kill the group once the guard got there:
+		// the guard alone is killed (our unreaped child, so its pid is
+		// still its own) and reaped.
+		_ = cmd.Process.Kill()
+		_ = stdinW.Close()
+		<-g.done
+		if err == nil {
+			err = fmt.Errorf("wrote %q", buf)
+		}
+		return guard{}, fmt.Errorf("guard: %s did not arm: %w", guardShell, err)
+	}
 	return g, nil
 }
 

@@ -15,6 +15,10 @@ import (
 // killName names the kill in errors, as the OS calls it.
 const killName = "SIGKILL"
 
+// testHookNoGuard, set by a test, starts children without a guard, so that
+// the parent-death signal can be shown to work alone.
+var testHookNoGuard bool
+
 // tree is the child and its descendants: the process group the child leads,
 // whose id is the child's pid. The id is ours only until the child is
 // reaped, which is why every use is guarded by Conn.exited. On Linux a
@@ -30,6 +34,9 @@ type tree struct {
 // the child runs correctly without it (it only outlives a killed host), so
 // newTree never fails on Unix.
 func newTree(p *os.Process, logger *slog.Logger) (tree, error) {
+	if testHookNoGuard {
+		return tree{pgid: p.Pid}, nil
+	}
 	g, err := startGuard(p.Pid)
 	if err != nil {
 		logger.Warn("mcpfleet: stdio: the process group will not die with the host", "pid", p.Pid, "error", err)

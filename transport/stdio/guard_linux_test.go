@@ -1,0 +1,69 @@
+//go:build linux
+
+package stdio
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/mcpfleet/mcpfleet/internal/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/proctest"
+)
+
+// TestGuardInGroup: each child's group has a guard, a child of ours
+// (reaped by Close, which dial's cleanup checks) and recognizable in ps.
+func TestGuardInGroup(t *testing.T) {
+	c := dial(t, faultSpec(faultserver.ModeNormal), eofClose...)
+	mustConnect(t, c)
+	members, err := proctest.Members(c.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var guards []proctest.Proc
+	for _, p := range members {
+		if p.PID != c.PID() {
+			guards = append(guards, p)
+		}
+	}
+	if len(guards) != 1 || guards[0].PPID != os.Getpid() {
+		t.Fatalf("want one guard of ours in the group, found %v", members)
+	}
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(guards[0].PID) + "/cmdline")
+	if !strings.Contains(string(cmdline), guardName) {
+		t.Errorf("guard's command line %q does not name it", cmdline)
+	}
+}
+
+// TestGuardOutlastsGroupSignals: the signals a server or its wrapper may
+// send to its own group (kill 0), and Close's SIGTERM, do not end the
+// guard; once its pipe closes it still ends the group. Were it dead,
+// nothing would end the group, whose processes ignore those signals.
+func TestGuardOutlastsGroupSignals(t *testing.T) {
+	o := startOrphan(t, "trap '' HUP INT QUIT TERM USR1 USR2 PIPE; sleep 1000 >/dev/null & echo ready; exec sleep 1000 >/dev/null")
+	pgid := o.cmd.Process.Pid
+	g, err := startGuard(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE} {
+		if err := syscall.Kill(-pgid, sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A guard killed by one of those has it pending at the latest when it
+	// wakes up for the EOF, and dies before it can kill anything.
+	g.release()
+	if got := o.ended(t); got != "signal: killed" {
+		t.Errorf("group leader: %s, want killed by the guard", got)
+	}
+	if err := proctest.WaitGroupsGone(testCtx(t, waitBound), pgid); err != nil {
+		t.Error(err)
+	}
+	if !g.wait(waitBound) {
+		t.Error("guard not reaped")
+	}
+	g.release() // twice is harmless
+}
