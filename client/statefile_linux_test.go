@@ -39,13 +39,21 @@ func linuxStart(t *testing.T, pid int) string {
 }
 
 // startGroup starts script under sh in a process group of its own, as a
-// host starts a server; the cleanup kills what is left and reaps it. done
-// is closed once the leader was reaped, with its exit in *how.
+// host starts a server, and waits for the line it writes once it has set
+// itself up; the cleanup kills what is left and reaps it. done is closed
+// once the leader was reaped, with its exit in *how.
 func startGroup(t *testing.T, script string) (cmd *exec.Cmd, done chan struct{}, how *string) {
 	t.Helper()
 	cmd = exec.Command("sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := hostReady(stdout); err != nil {
 		t.Fatal(err)
 	}
 	done, how = make(chan struct{}), new(string)
@@ -71,8 +79,8 @@ func startGroup(t *testing.T, script string) (cmd *exec.Cmd, done chan struct{},
 func TestStateFileSweep(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
-	orphan, orphanDone, orphanHow := startGroup(t, "sleep 1000 & exec sleep 1000")
-	reused, reusedDone, _ := startGroup(t, "exec sleep 1000")
+	orphan, orphanDone, orphanHow := startGroup(t, "sleep 1000 >/dev/null & echo ready; exec sleep 1000 >/dev/null")
+	reused, reusedDone, _ := startGroup(t, "echo ready; exec sleep 1000 >/dev/null")
 	deadHost := exec.Command("sleep", "0")
 	if err := deadHost.Run(); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package stdio
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -63,14 +64,13 @@ const guardShell = "/bin/sh"
 // host exited, or the Conn let the group go.
 const guardScript = `trap '' HUP INT QUIT TERM USR1 USR2 PIPE; echo armed; exec >/dev/null; read -r x; kill -s KILL 0`
 
-// guardArmed is what the guard writes once its traps are set, and
-// guardArmTimeout bounds the wait for it. Until then a signal to the group
-// could end the guard, and Dial should not return a group that is not yet
-// tied to the host; a shell takes a millisecond or so to get there.
-const (
-	guardArmed      = "armed\n"
-	guardArmTimeout = 5 * time.Second
-)
+// guardArmed is what the guard writes once its traps are set. Until then
+// a signal to the group could end it. Dial does not wait for it (a shell
+// takes milliseconds to get there, on a busy machine tens, and the
+// server's own start and handshake take longer): an unarmed guard that
+// lives on still acts on the host's death, since it finds the pipe closed
+// when it gets to reading it.
+const guardArmed = "armed\n"
 
 // guardName is the guard's $0, which shows in ps after the script, so a
 // person looking at the process list can tell what the extra sh is. argv[0]
@@ -80,8 +80,9 @@ const guardName = "mcpfleet-stdio-guard"
 // guard is the process that ends the child's group when the host dies.
 // Its zero value is no guard.
 type guard struct {
-	w    *os.File      // the write end only the host holds; closing it ends the group
-	done chan struct{} // closed once the guard was reaped
+	w     *os.File      // the write end only the host holds; closing it ends the group
+	armed chan struct{} // closed once the guard has set its traps
+	done  chan struct{} // closed once the guard was reaped
 }
 
 // sysProcAttr puts the child in a process group of its own, so that Close
@@ -116,9 +117,10 @@ func startProcess(cmd *exec.Cmd) error {
 }
 
 // startGuard starts the guard of the process group pgid, whose leader has
-// just been started and is not yet reaped (so the group exists), and waits
-// until it is armed.
-func startGuard(pgid int) (guard, error) {
+// just been started and is not yet reaped (so the group exists). A guard
+// that exits before it is armed (a shell that is not POSIX enough) is
+// logged.
+func startGuard(pgid int, logger *slog.Logger) (guard, error) {
 	var pipes [4]*os.File // stdinR, stdinW, armedR, armedW
 	for i := 0; i < len(pipes); i += 2 {
 		var err error
@@ -128,7 +130,6 @@ func startGuard(pgid int) (guard, error) {
 		}
 	}
 	stdinR, stdinW, armedR, armedW := pipes[0], pipes[1], pipes[2], pipes[3]
-	defer armedR.Close()
 	cmd := exec.Command(guardShell, "-c", guardScript, guardName)
 	cmd.Stdin, cmd.Stdout = stdinR, armedW // stderr is /dev/null
 	cmd.Dir = "/"                          // so that it keeps no directory busy
@@ -137,30 +138,24 @@ func startGuard(pgid int) (guard, error) {
 	err := cmd.Start()
 	closeFiles(stdinR, armedW) // the guard has them; ours would keep the pipes from EOF
 	if err != nil {
-		_ = stdinW.Close()
+		closeFiles(stdinW, armedR)
 		return guard{}, fmt.Errorf("guard: start %s: %w", guardShell, err)
 	}
-	g := guard{w: stdinW, done: make(chan struct{})}
+	g := guard{w: stdinW, armed: make(chan struct{}), done: make(chan struct{})}
 	go func() {
-		_ = cmd.Wait()
-		close(g.done)
-	}()
-
-	_ = armedR.SetReadDeadline(time.Now().Add(guardArmTimeout))
-	buf := make([]byte, len(guardArmed))
-	if _, err := io.ReadFull(armedR, buf); err != nil || string(buf) != guardArmed {
-		// A shell that is not POSIX enough, or too slow to trust. Not
-		// released, which would kill the group once the guard got there:
-		// the guard alone is killed (our unreaped child, so its pid is
-		// still its own) and reaped.
-		_ = cmd.Process.Kill()
-		_ = stdinW.Close()
-		<-g.done
-		if err == nil {
-			err = fmt.Errorf("wrote %q", buf)
+		defer close(g.done)
+		// Ends at the latest when the guard exits, which closes its end.
+		b, _ := io.ReadAll(armedR)
+		_ = armedR.Close()
+		if string(b) == guardArmed {
+			close(g.armed)
 		}
-		return guard{}, fmt.Errorf("guard: %s did not arm: %w", guardShell, err)
-	}
+		err := cmd.Wait()
+		if string(b) != guardArmed {
+			logger.Warn("mcpfleet: stdio: the process group will not die with the host: its guard exited unarmed",
+				"pgid", pgid, "shell", guardShell, "output", string(b), "exit", err)
+		}
+	}()
 	return g, nil
 }
 

@@ -3,11 +3,13 @@
 package stdio
 
 import (
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/proctest"
@@ -44,9 +46,14 @@ func TestGuardInGroup(t *testing.T) {
 func TestGuardOutlastsGroupSignals(t *testing.T) {
 	o := startOrphan(t, "trap '' HUP INT QUIT TERM USR1 USR2 PIPE; sleep 1000 >/dev/null & echo ready; exec sleep 1000 >/dev/null")
 	pgid := o.cmd.Process.Pid
-	g, err := startGuard(pgid)
+	g, err := startGuard(pgid, slog.Default())
 	if err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-g.armed:
+	case <-time.After(waitBound):
+		t.Fatal("guard not armed")
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE} {
 		if err := syscall.Kill(-pgid, sig); err != nil {

@@ -3,6 +3,7 @@
 package stdio
 
 import (
+	"log/slog"
 	"os/exec"
 	"syscall"
 	"time"
@@ -27,7 +28,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
 
 // startGuard starts nothing.
-func startGuard(int) (guard, error) { return guard{}, nil }
+func startGuard(int, *slog.Logger) (guard, error) { return guard{}, nil }
 
 func (g *guard) release()                {}
 func (g *guard) wait(time.Duration) bool { return true }

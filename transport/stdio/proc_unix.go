@@ -37,7 +37,7 @@ func newTree(p *os.Process, logger *slog.Logger) (tree, error) {
 	if testHookNoGuard {
 		return tree{pgid: p.Pid}, nil
 	}
-	g, err := startGuard(p.Pid)
+	g, err := startGuard(p.Pid, logger)
 	if err != nil {
 		logger.Warn("mcpfleet: stdio: the process group will not die with the host", "pid", p.Pid, "error", err)
 	}

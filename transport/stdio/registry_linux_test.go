@@ -132,9 +132,10 @@ func writeState(t *testing.T, path string, owner *processRecord, groups ...group
 // is gone.
 func TestRegistrySweep(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	polite := startOrphan(t, "sleep 1000 & exec sleep 1000") // a server with a helper
-	stubborn := startOrphan(t, "trap '' TERM; sleep 1000")   // ignores SIGTERM (and its sleep too)
-	reused := startOrphan(t, "sleep 1000")                   // alive, but not the recorded process
+	// A server with a helper, and one that ignores SIGTERM (its sleep too).
+	polite := startOrphan(t, "sleep 1000 >/dev/null & echo ready; exec sleep 1000 >/dev/null")
+	stubborn := startOrphan(t, "trap '' TERM; echo ready; exec sleep 1000 >/dev/null")
+	reused := startOrphan(t, "sleep 1000") // alive, but not the recorded process
 	gone := deadHost(t)
 
 	reusedRec := reused.record(t)
