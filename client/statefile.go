@@ -25,9 +25,10 @@ import (
 // a state file. Off unless a path is given. Defaults to off.
 //
 // On Linux a parent-death signal and a guard in each process group already
-// end the servers with the host, and on Windows a kill-on-close Job Object
-// does; there the state file is the fallback. On macOS and the BSDs it is
-// the only way a server outlives no crashed host.
+// end the servers with the host; the state file is the fallback for when
+// they could not act. On macOS and the BSDs it is the only way a server
+// does not outlive a crashed host. On Windows a kill-on-close Job Object
+// ends them, and the state file records nothing (see stdio.Registry).
 func WithStateFile(path string) Option {
 	return func(o *options) { o.stateFile = path }
 }

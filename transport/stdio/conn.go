@@ -327,9 +327,12 @@ func (c *Conn) watch() {
 		c.exited = true
 		c.sigMu.Unlock()
 	}
-	// Out of the state file before the reap frees the pid for reuse.
-	c.opts.registry.remove(c.rec)
 	_ = c.cmd.Wait() // the status is read from ProcessState below
+	// Out of the state file once reaped. A newer child given the same pid
+	// meanwhile has an entry of its own, which remove leaves alone; until
+	// then the entry names a process that is gone or, reused, started at
+	// another time, which no sweep signals.
+	c.opts.registry.remove(c.rec)
 	c.sigMu.Lock()
 	c.tree.release()
 	c.exited = true

@@ -47,10 +47,16 @@ import (
 //   - Pipe EOF is a property of the process, not of a thread, so the guard
 //     has none of Pdeathsig's thread caveat (see startProcess).
 //
-// The cost is one small shell per server process, found at /bin/sh. Without
-// one (a distroless image) the child starts anyway, with Pdeathsig alone;
-// the failure is logged, and a state file (Registry) still lets the next
-// host end what is left.
+// The cost is one small shell per server process, found at /bin/sh, and one
+// more fork and exec per spawn (a few milliseconds on a busy machine).
+// Without /bin/sh (a distroless image) the child starts anyway, with
+// Pdeathsig alone; the failure is logged, and a state file (Registry)
+// still lets the next host end what is left.
+//
+// Limits: the write end is close-on-exec, so no child inherits it, but a
+// fork that does not exec (from cgo) would hold it and delay the guard
+// until that fork exits. A process that leaves the group (setsid, setpgid)
+// escapes the guard, Close and the sweep alike, as it always did.
 
 // guardShell is the guard's interpreter. An absolute path: the guard must
 // not depend on the host's $PATH.

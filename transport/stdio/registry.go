@@ -2,6 +2,7 @@ package stdio
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,12 +70,13 @@ type procState struct {
 // written atomically (a temporary file renamed over it) with mode 0600 on
 // each change, and removed by Close once it lists nothing.
 //
-// Whether a Registry is needed depends on the OS. On Windows every child is
-// in a kill-on-close Job Object and dies with the host anyway; on Linux a
-// parent-death signal and a guard in each group (see the package doc) end
-// the group with the host. Elsewhere (macOS, the BSDs) the state file is
-// the only way; on Linux and Windows it is the fallback for when those
-// could not act.
+// Whether a Registry is needed depends on the OS. On Linux a parent-death
+// signal and a guard in each group (see the package doc) end the group
+// with the host, and the state file is the fallback for when they could
+// not act. On macOS and the BSDs it is the only way (start times come from
+// sysctl on macOS, from ps(1) on the BSDs). On Windows every child is in a
+// kill-on-close Job Object and dies with the host anyway; start times are
+// not read there, so the file records nothing and the sweep ends nothing.
 //
 // A Registry is safe for concurrent use by any number of Conns.
 type Registry struct {
@@ -203,6 +205,9 @@ func OpenRegistry(path string, opts ...RegistryOption) (*Registry, error) {
 	r.owner.PID = os.Getpid()
 	if st, err := readProc(r.owner.PID); err == nil {
 		r.owner.Start = st.start
+	} else {
+		r.logger.Info("mcpfleet: stdio: this system does not tell when a process started, so the state file can prove no process ours: it records none and ends none",
+			"path", path, "reason", err)
 	}
 
 	prev := r.load()
@@ -265,7 +270,12 @@ func (r *Registry) add(pid, pgid int, command string) *registered {
 	}
 	st, err := readProc(pid)
 	if err != nil {
-		r.logger.Warn("mcpfleet: stdio: process group not recorded in the state file", "pid", pid, "error", err)
+		level := slog.LevelWarn
+		if r.owner.Start == "" {
+			// Expected: this system tells no start times (OpenRegistry said so).
+			level = slog.LevelDebug
+		}
+		r.logger.Log(context.Background(), level, "mcpfleet: stdio: process group not recorded in the state file", "pid", pid, "error", err)
 		return nil
 	}
 	e := &registered{rec: groupRecord{PID: pid, PGID: pgid, Start: st.start, Command: baseName(command)}}
