@@ -59,8 +59,9 @@ import (
 // escapes the guard, Close and the sweep alike, as it always did.
 
 // guardShell is the guard's interpreter. An absolute path: the guard must
-// not depend on the host's $PATH.
-const guardShell = "/bin/sh"
+// not depend on the host's $PATH. A variable only so that tests can take
+// it away.
+var guardShell = "/bin/sh"
 
 // guardScript is what the guard runs. It ignores the signals that a server
 // or its wrapper may send to its own group (kill 0) or that Close sends to
@@ -157,7 +158,10 @@ func startGuard(pgid int, logger *slog.Logger) (guard, error) {
 			close(g.armed)
 		}
 		err := cmd.Wait()
-		if string(b) != guardArmed {
+		// A guard killed before it armed went with its group (a Dial
+		// cancelled at once, a server that died at start): nothing to say.
+		// One that exited by itself has a shell that cannot run it.
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); string(b) != guardArmed && !(ok && ws.Signaled()) {
 			logger.Warn("mcpfleet: stdio: the process group will not die with the host: its guard exited unarmed",
 				"pgid", pgid, "shell", guardShell, "output", string(b), "exit", err)
 		}

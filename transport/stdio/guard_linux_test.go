@@ -74,3 +74,30 @@ func TestGuardOutlastsGroupSignals(t *testing.T) {
 	}
 	g.release() // twice is harmless
 }
+
+// TestGuardUnavailable: without a usable /bin/sh (a distroless image) the
+// child starts and works all the same, with a warning that its group will
+// not die with the host; so does one whose shell exits without arming.
+func TestGuardUnavailable(t *testing.T) {
+	defer func(sh string) { guardShell = sh }(guardShell)
+	for _, tt := range []struct{ shell, says string }{
+		{"/nonexistent/sh", "no such file"},
+		{"/bin/true", "exited unarmed"},
+	} {
+		t.Run(tt.shell, func(t *testing.T) {
+			guardShell = tt.shell
+			logs := &logRecorder{}
+			c := dial(t, faultSpec(faultserver.ModeNormal), append(eofClose, WithLogger(slog.New(logs)))...)
+			mustConnect(t, c)
+			if err := c.Close(testCtx(t, waitBound)); err != nil {
+				t.Fatal(err)
+			}
+			if !logs.has("WARN", "will not die with the host", tt.says) {
+				t.Errorf("no warning saying %q:\n%s", tt.says, logs)
+			}
+			if how(c.Err()) != "exit 0" {
+				t.Errorf("child ended by %s", how(c.Err()))
+			}
+		})
+	}
+}

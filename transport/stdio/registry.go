@@ -192,7 +192,10 @@ func WithSweepGrace(d time.Duration) RegistryOption {
 //
 // It fails with ErrRegistryInUse when the file belongs to a host that is
 // still running (another process, or another open Registry of this one),
-// and with an error when the file cannot be written.
+// and with an error when the file cannot be written. Two hosts that open
+// the same file at the same moment may both take it over; each then writes
+// its own groups only, so a later sweep can miss the groups of one of
+// them, but never signals those of a host that runs.
 func OpenRegistry(path string, opts ...RegistryOption) (*Registry, error) {
 	o := registryOptions{logger: slog.Default(), grace: DefaultSweepGrace}
 	for _, opt := range opts {
