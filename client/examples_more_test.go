@@ -12,7 +12,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/faultserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // greeter is an MCP server in this process, for the examples.
@@ -215,4 +217,43 @@ func ExampleLimits_notificationRate() {
 	// Output:
 	// true
 	// mcpfleet: server "chatty": notifications: over the notification rate: 5 a second (limits.notificationRate = 5, in bursts of 10)
+}
+
+// A host that names a state file gets its stdio children ended by the next
+// Manager on that file if it is ever killed before it can close them. The
+// file lists the children only while they run.
+func ExampleWithStateFile() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "mcpfleet-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	state := filepath.Join(dir, "children.json")
+
+	// New first ends whatever a crashed predecessor left in the file.
+	m := client.New(client.WithStateFile(state))
+	fmt.Printf("left by a crashed host: %+v\n", m.OrphanSweep())
+
+	// The server: this test binary, re-executed as an MCP server.
+	inv := faultserver.Command(faultserver.ModeNormal)
+	if err := m.Add(ctx, "s", client.ServerSpec{Stdio: &stdio.Spec{Command: inv.Path, Args: inv.Args, Env: inv.Env}}); err != nil {
+		panic(err)
+	}
+	if err := m.WaitFor(ctx, "s", lifecycle.Connected); err != nil {
+		panic(err)
+	}
+	_, err = os.Stat(state)
+	fmt.Println("state file while the child runs:", err == nil)
+
+	if err := m.Close(); err != nil {
+		panic(err)
+	}
+	_, err = os.Stat(state)
+	fmt.Println("state file after Close:", errors.Is(err, os.ErrNotExist))
+	// Output:
+	// left by a crashed host: {Listed:0 Killed:0 Failed:0}
+	// state file while the child runs: true
+	// state file after Close: true
 }

@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 	// The test binary doubles as the stdio test servers' executable.
 	faultserver.Main()
 	gosdkserver.Main()
+	hostMain() // after the servers: the host's children inherit its variable
 	goleak.VerifyTestMain(m)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // Manager keeps many MCP servers usable at once. Each server lives in a
@@ -28,6 +29,10 @@ type Manager struct {
 	cache   *catalogCache // nil without WithCatalogCache
 	pub     *catalog.Publisher
 	dialSem *semaphore.Weighted
+	// registry records the stdio children's process groups in the state
+	// file (WithStateFile); nil without one. Set in New, closed by Close
+	// after every runtime.
+	registry *stdio.Registry
 
 	mu     sync.RWMutex // guards slots and closed
 	slots  map[string]*slot
@@ -58,7 +63,8 @@ type Manager struct {
 	onProbe func(s *slot, err error)
 }
 
-// New returns a Manager with no servers.
+// New returns a Manager with no servers. With WithStateFile it first ends
+// what a crashed predecessor left running, which can take a few seconds.
 func New(opts ...Option) *Manager {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -84,6 +90,7 @@ func New(opts ...Option) *Manager {
 	if o.cachePath != "" {
 		m.cache = openCatalogCache(o.cachePath, o.logger)
 	}
+	m.openStateFile()
 	go m.bus.run()
 	return m
 }
@@ -315,6 +322,10 @@ func (m *Manager) Close() error {
 	m.cancel()
 	m.wg.Wait()
 	m.cache.close()
+	// Every child is reaped, so every entry is gone: this removes the file.
+	if err := m.registry.Close(); err != nil {
+		errs = append(errs, err)
+	}
 	m.bus.close()
 	close(m.closeDone)
 	return errors.Join(errs...)

@@ -72,6 +72,7 @@ type options struct {
 	httpOptions      []mcphttp.Option
 	tokens           oauth.TokenStore // WithTokenStore
 	oauthOptions     []oauth.Option
+	stateFile        string // WithStateFile; "" is off
 	// The client role (handlers.go): what the host answers servers with.
 	sampling     SamplingHandler
 	elicitation  ElicitationHandler

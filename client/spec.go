@@ -106,7 +106,7 @@ func (s ServerSpec) dialer(o *options, legacy bool, limits Limits, auth mcphttp.
 	switch {
 	case s.Stdio != nil:
 		spec := *s.Stdio
-		opts := append([]stdio.Option{stdio.WithMaxMessageBytes(limits.MaxMessageBytes),
+		opts := append([]stdio.Option{stdio.WithLogger(o.logger), stdio.WithMaxMessageBytes(limits.MaxMessageBytes),
 			stdio.WithStderrLogRate(limits.NotificationRate)}, o.stdioOptions...)
 		return func(ctx context.Context) (Conn, error) { return stdio.Dial(ctx, spec, opts...) }
 	case s.HTTP != nil:

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,6 +36,9 @@ type Proc struct {
 	PGID  int
 	State byte   // 'R', 'S', 'D', 'Z', ...
 	Comm  string // the executable name, truncated by the kernel to 15 bytes
+	// Start is field 22, starttime: clock ticks from boot to the start.
+	// Zero if the line was too short to hold it.
+	Start uint64
 }
 
 // Zombie reports whether the process has exited but was not reaped.
@@ -76,16 +80,25 @@ func parseStat(s string) (Proc, error) {
 	if err1 != nil || err2 != nil {
 		return Proc{}, fmt.Errorf("proctest: malformed stat %q", s)
 	}
-	return Proc{PID: pid, PPID: ppid, PGID: pgid, State: f[0][0], Comm: s[open+1 : closing]}, nil
+	p := Proc{PID: pid, PPID: ppid, PGID: pgid, State: f[0][0], Comm: s[open+1 : closing]}
+	if len(f) >= 20 {
+		p.Start, _ = strconv.ParseUint(f[19], 10, 64)
+	}
+	return p, nil
 }
 
-// Children lists the live children and unreaped zombies of this process.
-func Children() ([]Proc, error) {
+// BootID returns this boot's id (/proc/sys/kernel/random/boot_id).
+func BootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b)), err
+}
+
+// All lists every process on the machine, zombies included.
+func All() ([]Proc, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
-	self := os.Getpid()
 	var out []Proc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -96,6 +109,52 @@ func Children() ([]Proc, error) {
 		if err != nil {
 			continue // exited between ReadDir and ReadFile
 		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Members lists the processes of the given process groups that still run
+// (zombies left out: they run nothing, and where nobody reaps orphans, as
+// in a container whose init does not, they stay for ever).
+func Members(pgids ...int) ([]Proc, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	var out []Proc
+	for _, p := range all {
+		if !p.Zombie() && slices.Contains(pgids, p.PGID) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// WaitGroupsGone waits until no process of the given groups runs, or ctx
+// ends; then it returns an error listing what still runs.
+func WaitGroupsGone(ctx context.Context, pgids ...int) error {
+	var left []Proc
+	err := poll(ctx, func() (bool, error) {
+		var err error
+		left, err = Members(pgids...)
+		return len(left) == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("proctest: processes of groups %v still run: %v (%w)", pgids, left, err)
+	}
+	return nil
+}
+
+// Children lists the live children and unreaped zombies of this process.
+func Children() ([]Proc, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var out []Proc
+	for _, p := range all {
 		if p.PPID == self {
 			out = append(out, p)
 		}

@@ -44,7 +44,8 @@ type Conn struct {
 	cmd  *exec.Cmd
 	pid  int
 	tr   *transport.Stdio
-	tree tree // the OS's handle on the process and its descendants; use under sigMu
+	tree tree        // the OS's handle on the process and its descendants; use under sigMu
+	rec  *registered // the entry in opts.registry, or nil
 
 	// Our ends of the pipes. stdin's is owned by tr (its Close closes it);
 	// stdout's is read by tr and closed by us once the process is gone.
@@ -122,7 +123,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	// Close can end as a whole (see proc_unix.go and proc_windows.go).
 	cmd.SysProcAttr = sysProcAttr()
 
-	err = cmd.Start()
+	err = startProcess(cmd)
 	// The child has its copies now (or failed); holding ours open would
 	// keep the pipes from ever reaching EOF.
 	closeFiles(stdinR, stdoutW, stderrW)
@@ -130,7 +131,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		closeFiles(stdinW, stdoutR, stderrR)
 		return nil, startError(spec, path, err)
 	}
-	t, err := newTree(cmd.Process)
+	t, err := newTree(cmd.Process, o.diag)
 	if err != nil {
 		// Not yet running anything of its own (see newTree): ending the
 		// process itself ends everything.
@@ -165,6 +166,9 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	// closed by its Close and is otherwise unused with NewIO; we drain
 	// stderr ourselves into the ring buffer.
 	c.tr = transport.NewIO(c.stdout, stdinW, nil)
+	// Recorded before the exit watcher can reap the process, so that its
+	// pid (and start time) are still its own.
+	c.rec = o.registry.add(c.pid, c.pid, spec.Command)
 
 	go func() {
 		defer close(c.stderrDone)
@@ -304,6 +308,11 @@ func (c *Conn) teardown() {
 	c.stdout.Close()
 	_ = c.stderr.Close()
 	<-c.stderrDone
+	// Released by the exit watcher before Done; what it let go (the Linux
+	// guard) is ours to reap too.
+	if err == nil && !c.tree.waitReleased(c.opts.killTimeout) {
+		err = fmt.Errorf("mcpfleet: stdio: close pid %d: its process group's guard was not reaped after %v", c.pid, c.opts.killTimeout)
+	}
 	c.closeErr = err
 }
 
@@ -353,6 +362,11 @@ func (c *Conn) watch() {
 		c.sigMu.Unlock()
 	}
 	_ = c.cmd.Wait() // the status is read from ProcessState below
+	// Out of the state file once reaped. A newer child given the same pid
+	// meanwhile has an entry of its own, which remove leaves alone; until
+	// then the entry names a process that is gone or, reused, started at
+	// another time, which no sweep signals.
+	c.opts.registry.remove(c.rec)
 	c.sigMu.Lock()
 	c.tree.release()
 	c.exited = true

@@ -27,10 +27,23 @@
 //     kills what a dead child left in its group, while the unreaped child
 //     keeps the group id from being reused (waitid with WNOWAIT); other
 //     Unixes leave that to Close.
+//   - Linux, when the host dies without closing (SIGKILL, the OOM killer,
+//     a crash): the child gets SIGKILL as its parent-death signal, and a
+//     guard, a tiny /bin/sh in the child's group that waits on a pipe only
+//     the host holds, kills the rest of the group when the kernel closes
+//     that pipe with the host (guard_linux.go says why this shape).
 //   - Windows: the child starts suspended and is put in a Job Object with
 //     JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE before it runs, so nothing it
 //     starts escapes the job, and the job dies with the host even when the
 //     host is killed. Close goes close stdin, then TerminateJobObject (there
 //     is no SIGTERM); the exit watcher ends what a dead child left in the
 //     job.
+//   - macOS, the BSDs: nothing ties a child to the host's life; a child
+//     that does not exit on stdin EOF outlives a killed host.
+//
+// A Registry (OpenRegistry, WithRegistry) is the fallback everywhere: it
+// records each child's process group, with its leader's start time, in a
+// state file of the host's choosing, and the next Registry opened on that
+// file ends the groups a crashed host left, those and only those whose
+// leader is still the very process recorded.
 package stdio

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -64,4 +66,40 @@ func ExampleDial() {
 	// Output:
 	// hello
 	// closed by us: true exit status: 0
+}
+
+// A Registry ties children to a state file: if the host is killed before
+// it closes them, the next OpenRegistry on the file ends them. Here the
+// host closes its child, so the file lists nothing and Close removes it.
+func ExampleOpenRegistry() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "mcpfleet-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+
+	reg, err := stdio.OpenRegistry(filepath.Join(dir, "children.json"))
+	if err != nil {
+		// ErrRegistryInUse: another running host owns the file.
+		fmt.Println(err)
+		return
+	}
+	defer reg.Close()
+	fmt.Printf("ended at open: %+v\n", reg.Swept())
+
+	inv := faultserver.Command(faultserver.ModeNormal)
+	conn, err := stdio.Dial(ctx, stdio.Spec{Command: inv.Path, Args: inv.Args, Env: inv.Env}, stdio.WithRegistry(reg))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// ... speak MCP over conn.Transport() ...
+	if err := conn.Close(ctx); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// ended at open: {Listed:0 Killed:0 Failed:0}
 }

@@ -23,6 +23,7 @@ func TestMain(m *testing.M) {
 	// the binary was re-executed as a child, and return otherwise.
 	faultserver.Main()
 	gosdkserver.Main()
+	hostMain() // after the servers: the host's children inherit its variable
 	goleak.VerifyTestMain(m)
 }
 

@@ -38,10 +38,12 @@ type options struct {
 	killTimeout time.Duration
 	stderrLines int
 	stderrBytes int
-	logger      *slog.Logger
+	logger      *slog.Logger // stderr lines (WithStderrLogger)
 	logLevel    slog.Level
-	maxMessage  int64   // 0: no limit
-	logRate     float64 // stderr lines logged per second; 0: no limit
+	maxMessage  int64        // 0: no limit
+	logRate     float64      // stderr lines logged per second; 0: no limit
+	diag        *slog.Logger // the transport's own warnings (WithLogger)
+	registry    *Registry
 }
 
 func defaultOptions() options {
@@ -51,6 +53,7 @@ func defaultOptions() options {
 		killTimeout: DefaultKillTimeout,
 		stderrLines: DefaultStderrLines,
 		stderrBytes: DefaultStderrBytes,
+		diag:        slog.Default(),
 	}
 }
 
@@ -116,4 +119,25 @@ func WithMaxMessageBytes(n int64) Option {
 // most once a second. Zero or less means no limit, the default.
 func WithStderrLogRate(perSecond float64) Option {
 	return func(o *options) { o.logRate = max(perSecond, 0) }
+}
+
+// WithLogger sets the logger for the transport's own warnings, such as a
+// process group that could not be tied to the host's life (Linux: no
+// /bin/sh for the guard). Defaults to slog.Default(). A nil logger
+// discards. The child's stderr goes elsewhere: see WithStderrLogger.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l == nil {
+			l = slog.New(slog.DiscardHandler)
+		}
+		o.diag = l
+	}
+}
+
+// WithRegistry records the child's process group in r from spawn to reap,
+// so that if the host dies without closing the Conn, the next Registry
+// opened on the same state file ends the group. Conns of any number may
+// share one Registry. By default nothing is recorded.
+func WithRegistry(r *Registry) Option {
+	return func(o *options) { o.registry = r }
 }

@@ -6,32 +6,42 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"syscall"
+	"time"
 )
 
 // killName names the kill in errors, as the OS calls it.
 const killName = "SIGKILL"
 
-// sysProcAttr puts the child in a process group of its own, so that Close
-// can signal the server together with anything it spawned, and so that a
-// Ctrl-C in the host's terminal does not reach it behind the host's back.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
-}
+// testHookNoGuard, set by a test, starts children without a guard, so that
+// the parent-death signal can be shown to work alone.
+var testHookNoGuard bool
 
 // tree is the child and its descendants: the process group the child leads,
 // whose id is the child's pid. The id is ours only until the child is
-// reaped, which is why every use is guarded by Conn.exited.
+// reaped, which is why every use is guarded by Conn.exited. On Linux a
+// guard in the group ends it if the host dies (guard_linux.go).
 type tree struct {
-	pgid int
+	pgid  int
+	guard guard
 }
 
 // newTree returns the tree of a child started with sysProcAttr. Setpgid
-// made the group before the child ran any code of its own, so there is
-// nothing left to do and nothing can fail.
-func newTree(p *os.Process) (tree, error) {
-	return tree{pgid: p.Pid}, nil
+// made the group before the child ran any code of its own. It starts the
+// group's guard; a guard that cannot start is logged and done without, as
+// the child runs correctly without it (it only outlives a killed host), so
+// newTree never fails on Unix.
+func newTree(p *os.Process, logger *slog.Logger) (tree, error) {
+	if testHookNoGuard {
+		return tree{pgid: p.Pid}, nil
+	}
+	g, err := startGuard(p.Pid, logger)
+	if err != nil {
+		logger.Warn("mcpfleet: stdio: the process group will not die with the host", "pid", p.Pid, "error", err)
+	}
+	return tree{pgid: p.Pid, guard: g}, nil
 }
 
 // term sends SIGTERM to the group, the polite request to exit.
@@ -58,8 +68,14 @@ func (t *tree) waitLeader(pid int) bool {
 
 // release is called once the child is reaped. A process group needs no
 // releasing; after the reap its id may name someone else's processes, and
-// Conn.exited keeps it from being signalled again.
-func (t *tree) release() {}
+// Conn.exited keeps it from being signalled again. The guard, which is
+// still in the group if anything is, is let go: it kills what the child
+// left there (safe, since the guard's own membership keeps the id ours).
+func (t *tree) release() { t.guard.release() }
+
+// waitReleased waits up to d for what release let go to be gone: the
+// guard, which must be reaped before Close returns.
+func (t *tree) waitReleased(d time.Duration) bool { return t.guard.wait(d) }
 
 // checkExecutable reports, naming the path, why the command at path could
 // not be executed: missing, a directory, or without execute permission.

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -51,7 +53,7 @@ var killOnClose = windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{
 // newTree puts the child, started suspended by sysProcAttr, in a new
 // kill-on-close job, and only then lets it run. On error the child may
 // still be suspended; the caller kills and reaps it.
-func newTree(p *os.Process) (tree, error) {
+func newTree(p *os.Process, _ *slog.Logger) (tree, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return tree{}, fmt.Errorf("CreateJobObject: %w", err)
@@ -144,6 +146,14 @@ func (t *tree) release() {
 	_ = windows.TerminateJobObject(t.job, killedExitCode)
 	_ = windows.CloseHandle(t.job)
 }
+
+// waitReleased reports at once: release ended the job synchronously and
+// left nothing of ours to reap.
+func (t *tree) waitReleased(time.Duration) bool { return true }
+
+// startProcess starts cmd. The job, not a parent-death signal, ties the
+// child to the host here, so any goroutine may start it.
+func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
 
 // checkExecutable reports, naming the path, why the command at path could
 // not be executed. Windows has no execute permission: a file is run by its

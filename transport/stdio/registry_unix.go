@@ -1,0 +1,31 @@
+//go:build unix
+
+package stdio
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// signalGroup sends sig to every process of the group pgid.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	return syscall.Kill(-pgid, sig)
+}
+
+// ownGroup is the process group of this host, which the sweep never
+// signals.
+func ownGroup() int { return syscall.Getpgrp() }
+
+// untrusted returns why a state file must not be believed, or "": whoever
+// can write it chooses which processes the sweep signals, so it must be
+// this user's and writable by no one else.
+func untrusted(fi fs.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return "owned by another user"
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return "writable by other users"
+	}
+	return ""
+}
