@@ -18,7 +18,7 @@ type ApplyResult struct {
 	Added   []string // new in the config: added, and started unless disabled or lazy
 	Removed []string // gone from the config: closed and forgotten
 	// Restarted: the entry changed (anything but its disabled and required
-	// flags). The server was reconfigured in its slot: its old runtime was
+	// flags and its tool filter). The server was reconfigured in its slot: its old runtime was
 	// detached and closed and the new spec dialled, one generation up. A
 	// changed entry that is disabled only took the new spec, for its next
 	// Enable; one that became disabled is in Disabled.
@@ -26,6 +26,10 @@ type ApplyResult struct {
 	Enabled   []string // the disabled flag went off
 	Disabled  []string // the disabled flag went on
 	Unchanged []string
+	// Reconfigured: only the entry's tool filter changed. The catalog was
+	// republished through the new filter in place: same runtime, same
+	// generation, nothing sent to the server.
+	Reconfigured []string
 	// Failed: the entry could not be applied (its error is in Apply's
 	// error, naming it); the server, if it existed, is as it was.
 	Failed []string
@@ -39,7 +43,7 @@ func (r ApplyResult) String() string {
 		what  string
 		names []string
 	}{{"added", r.Added}, {"removed", r.Removed}, {"restarted", r.Restarted},
-		{"enabled", r.Enabled}, {"disabled", r.Disabled}, {"failed", r.Failed}} {
+		{"reconfigured", r.Reconfigured}, {"enabled", r.Enabled}, {"disabled", r.Disabled}, {"failed", r.Failed}} {
 		if len(g.names) > 0 {
 			parts = append(parts, g.what+" "+strings.Join(g.names, ", "))
 		}
@@ -61,14 +65,19 @@ const (
 	applyEnabled
 	applyDisabled
 	applyFailed
+	applyReconfigured
 )
 
 // Apply makes the manager's servers match cfg, touching only what changed,
 // and returns what it did:
 //   - servers new in cfg are added;
 //   - servers gone from it are removed;
-//   - servers whose entry changed (anything but its disabled and required
-//     flags) are reconfigured in their stable slot: the old runtime is
+//   - servers whose entry changed only in its tool filter have their
+//     catalog republished through the new filter, with no reconnect and
+//     the generation unchanged (see ToolFilter);
+//   - servers whose entry changed otherwise (anything but its disabled,
+//     required and tool filter fields) are reconfigured in their stable
+//     slot, under the new filter too: the old runtime is
 //     detached and closed, the new spec is dialled and its generation is
 //     one up, and calls waiting on it (or arriving meanwhile) see
 //     Reconnecting, as after a crash, and go to the new runtime;
@@ -190,6 +199,14 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 // apply brings a server already in the fleet in line with its entry.
 func (s *slot) apply(ctx context.Context, spec ServerSpec, key string, disabled bool) (applyAction, error) {
 	wasOff := s.off()
+	refilter := false
+	if s.config().key == key && !s.config().spec.ToolFilter.equal(spec.ToolFilter) {
+		// The filter is not in the key: it changes in place.
+		if err := s.setToolFilter(spec.ToolFilter); err != nil {
+			return applyFailed, err
+		}
+		refilter = true
+	}
 	if s.config().key != key {
 		if disabled && !wasOff {
 			// Switched off first, so that the new spec is never dialled.
@@ -211,6 +228,8 @@ func (s *slot) apply(ctx context.Context, spec ServerSpec, key string, disabled 
 		return applyDisabled, s.disable(ctx)
 	case !disabled && wasOff:
 		return applyEnabled, s.enable(ctx)
+	case refilter:
+		return applyReconfigured, nil
 	}
 	return applyUnchanged, nil
 }
@@ -227,7 +246,7 @@ func summarize(actions map[string]applyAction) ApplyResult {
 	lists := map[applyAction]*[]string{
 		applyUnchanged: &r.Unchanged, applyAdded: &r.Added, applyRemoved: &r.Removed,
 		applyRestarted: &r.Restarted, applyEnabled: &r.Enabled, applyDisabled: &r.Disabled,
-		applyFailed: &r.Failed,
+		applyFailed: &r.Failed, applyReconfigured: &r.Reconfigured,
 	}
 	for name, a := range actions {
 		*lists[a] = append(*lists[a], name)

@@ -56,7 +56,13 @@ func WithCallTimeout(d time.Duration) CallOption {
 // for the request, on every transport: mcp-go sends it over stdio, the
 // HTTP transport over HTTP, in the background and bounded (closing the
 // runtime waits for it).
+//
+// A tool that the server's ToolFilter keeps out is not called: the error
+// is a *ToolFilteredError, which matches ErrToolNotFound.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
+	if err := m.filteredTool(server, tool); err != nil {
+		return nil, withOp("call tool "+tool, server, err)
+	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = omitNil(args)
@@ -82,6 +88,9 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, o
 func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
 	if t, ok := m.pub.View().Tool(qualifiedTool); ok {
 		return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
+	}
+	if err := m.filteredQualified(qualifiedTool); err != nil {
+		return nil, withOp("call "+qualifiedTool, "", err)
 	}
 	if s := m.catalogless(qualifiedTool); s != nil {
 		l, err := s.acquire(ctx)

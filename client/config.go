@@ -64,6 +64,12 @@ type ServerConfig struct {
 	Reconnect *lifecycle.Policy
 	// ToolPrefix replaces the server's name in qualified tool names.
 	ToolPrefix string
+	// ToolFilter decides which of the server's tools are published: the
+	// "tools" object, {"allow": [...], "deny": [...]}, or Gemini CLI's
+	// "includeTools" and "excludeTools" arrays (allow and deny). Entries
+	// are tool names or path.Match globs (see ToolFilter). A change of it
+	// alone is applied without a restart.
+	ToolFilter ToolFilter
 	// Limits bounds what the server may cost the host ("limits": sizes as
 	// a number of bytes or "16MiB", counts and rates as numbers, "off" to
 	// turn one off).
@@ -115,7 +121,8 @@ var (
 	// Each entry key maps to whether it is known; aliases spell the same
 	// field differently across hosts.
 	serverKeys = []string{"type", "transport", "command", "args", "env", "cwd", "url", "headers",
-		"disabled", "required", "lazy", "timeout", "reconnect", "toolPrefix", "envFile", "limits", "oauth"}
+		"disabled", "required", "lazy", "timeout", "reconnect", "toolPrefix", "envFile", "limits", "oauth",
+		"tools", "includeTools", "excludeTools"}
 	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
 		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName"}
 	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
@@ -226,6 +233,16 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 			sc.Limits = p.limits(name, v)
 		case "oauth":
 			sc.OAuth = p.oauth(name, v)
+		case "tools":
+			f := p.toolFilter(name, v)
+			sc.ToolFilter.Allow = p.toolList(name, "allow", "includeTools", sc.ToolFilter.Allow, f.Allow)
+			sc.ToolFilter.Deny = p.toolList(name, "deny", "excludeTools", sc.ToolFilter.Deny, f.Deny)
+		case "includeTools":
+			// Gemini CLI's name for the allow list; sorted keys put it
+			// before "tools", which reports a clash.
+			sc.ToolFilter.Allow = p.patterns(name, k, v)
+		case "excludeTools":
+			sc.ToolFilter.Deny = p.patterns(name, k, v)
 		case "envFile":
 			p.errorf(name, k, "not supported; put the variables in env")
 		default:
@@ -351,6 +368,62 @@ func (p *configParser) duration(server, field string, v json.RawMessage) time.Du
 		return 0
 	}
 	return d
+}
+
+// toolFilter parses a "tools" object: {"allow": [...], "deny": [...]}.
+func (p *configParser) toolFilter(server string, v json.RawMessage) ToolFilter {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
+		p.errorf(server, "tools", `must be an object like {"allow": ["read_*"], "deny": ["delete_*"]}`)
+		return ToolFilter{}
+	}
+	var f ToolFilter
+	for _, k := range sortedKeys(fields) {
+		switch k {
+		case "allow":
+			f.Allow = p.patterns(server, "tools.allow", fields[k])
+		case "deny":
+			f.Deny = p.patterns(server, "tools.deny", fields[k])
+		default:
+			p.errorf(server, "tools."+k, "unknown key (want allow or deny)")
+		}
+	}
+	return f
+}
+
+// toolList settles one list of a tool filter given both by "tools" (ours)
+// and by the Gemini CLI key (theirs, already parsed): giving it twice is
+// an error, not a merge.
+func (p *configParser) toolList(server, ours, theirs string, had, got []string) []string {
+	if got == nil {
+		return had
+	}
+	if had != nil {
+		p.errorf(server, "tools."+ours, "%s is set too; use one of them", theirs)
+	}
+	return got
+}
+
+// patterns parses an array of tool names and globs. It returns an empty
+// (not nil) list for an empty array, so that a list given twice is told
+// apart from one not given.
+func (p *configParser) patterns(server, field string, v json.RawMessage) []string {
+	var list []json.RawMessage
+	if err := json.Unmarshal(v, &list); err != nil {
+		p.errorf(server, field, "must be an array of tool names or globs")
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for i, raw := range list {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		s := p.str(server, f, raw)
+		if err := validPattern(s); err != nil {
+			p.errorf(server, f, "%v", err)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // limits parses a "limits" object. Every field takes a number, or "off";
@@ -624,6 +697,7 @@ func (c ServerConfig) Spec() (ServerSpec, error) {
 		Timeout:    c.Timeout,
 		Reconnect:  c.Reconnect,
 		ToolPrefix: c.ToolPrefix,
+		ToolFilter: c.ToolFilter,
 		Limits:     c.Limits,
 	}
 	switch c.Type {
@@ -692,8 +766,10 @@ func (c ServerConfig) Format(f fmt.State, verb rune) {
 }
 
 // key identifies everything about the entry that needs a restart when it
-// changes: all of it but Disabled, which Apply toggles in place, and
-// Required, which only concerns Apply itself.
+// changes: all of it but Disabled, which Apply toggles in place, Required,
+// which only concerns Apply itself, and ToolFilter, which Apply changes in
+// place (the fields are listed one by one below: a new field is in the key
+// only when added there).
 func (c ServerConfig) key() string {
 	c.Disabled, c.Required = false, false
 	var b bytes.Buffer

@@ -79,6 +79,10 @@ type slot struct {
 	nextRetry  time.Time
 	legacy     bool // the server rejected 2026-07-28: dial the older handshake first
 	cached     bool // the published catalog came from the catalog cache
+	// raw is the catalog the server last sent (or the cache gave), before
+	// the tool filter: what is published, filtered, while anything is.
+	// A filter change republishes it without asking the server.
+	raw *catalog.Catalog
 	// What the host asked of the server, told again to every new runtime.
 	logLevel mcp.LoggingLevel // SetLevel's; empty if never set
 	subs     []string         // resource URIs subscribed to, in order
@@ -127,6 +131,7 @@ type slotConfig struct {
 }
 
 func newSlotConfig(m *Manager, name string, spec ServerSpec, key string) *slotConfig {
+	spec.ToolFilter = spec.ToolFilter.clone() // the caller's slices may change
 	c := &slotConfig{spec: spec, prefix: spec.ToolPrefix, key: key, limits: spec.Limits.over(m.opts.limits)}
 	c.transport, c.address, c.port = spec.describe()
 	if m.cache != nil {
@@ -212,6 +217,7 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	s.emitLocked(e)
 	if from.Publishes() && !to.Publishes() {
 		s.cached = false
+		s.raw = nil
 		if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
 			s.emitLocked(catalogEvent(d))
 		}
@@ -259,7 +265,7 @@ func (s *slot) publishCachedLocked() {
 	if !ok {
 		return
 	}
-	d, ok := s.m.pub.Publish(cat, cfg.prefix)
+	d, ok := s.publishLocked(cat)
 	if !ok {
 		return
 	}
@@ -474,7 +480,7 @@ func (s *slot) installLocked(l *lease) {
 	l.catalog.Generation = s.gen
 	l.catalog.Seal()
 	cfg := s.config()
-	diff, published := s.m.pub.Publish(l.catalog, cfg.prefix)
+	diff, published := s.publishLocked(l.catalog)
 	s.cached = false
 	s.m.cache.save(cfg.cacheKey, l.catalog)
 	s.setStateLocked(lifecycle.Connected, nil)
@@ -500,17 +506,16 @@ func (s *slot) applyRefresh(l *lease, which uint32, fresh *catalog.Catalog, err 
 		s.emitLocked(Event{Kind: EventCatalogError, Err: err})
 		return
 	}
-	cur, ok := s.m.pub.View().Catalog(s.name)
-	if !ok {
+	if _, ok := s.m.pub.View().Catalog(s.name); !ok {
 		return
 	}
-	if cur.Generation != l.gen {
-		// l's catalog had the same content as its predecessor's, so the
-		// View kept the older generation's; a refresh built on that one
-		// would be ignored as late. Build on l's own.
-		cur = l.catalog
+	// Built on the catalog l's server sent, not on the View's: that one
+	// is filtered, and may be an older generation's of the same content
+	// (which a refresh built on would be ignored as late).
+	next := s.raw
+	if next == nil || next.Generation != l.gen {
+		next = l.catalog
 	}
-	next := cur
 	if which&dirtyTools != 0 {
 		next = next.WithTools(fresh.Tools)
 	}
@@ -523,7 +528,7 @@ func (s *slot) applyRefresh(l *lease, which uint32, fresh *catalog.Catalog, err 
 	s.catalogErr = nil
 	l.markAnswered()
 	cfg := s.config()
-	if d, ok := s.m.pub.Publish(next, cfg.prefix); ok {
+	if d, ok := s.publishLocked(next); ok {
 		s.m.cache.save(cfg.cacheKey, next)
 		if !d.Empty() {
 			s.emitLocked(catalogEvent(d))
@@ -754,7 +759,13 @@ func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) err
 	if s.state == lifecycle.Closed {
 		return serverError(ErrClosed, s.name, nil)
 	}
+	refilter := !s.config().spec.ToolFilter.equal(spec.ToolFilter)
 	s.cfg.Store(newSlotConfig(s.m, s.name, spec, key))
+	if refilter {
+		// The last good catalog, kept while the new spec is dialled, is
+		// not to show what the new filter hides.
+		s.republishLocked()
+	}
 	s.budget = s.m.budgetFor(spec)
 	s.legacy = false // a new server may speak the newer protocol
 	s.lastErr = nil
@@ -835,6 +846,7 @@ func (s *slot) statusLocked() ServerStatus {
 	v := s.m.pub.View()
 	if c, ok := v.Catalog(s.name); ok {
 		st.Tools = len(c.Tools)
+		st.FilteredTools = s.filteredCountLocked()
 		st.Cached = s.cached
 		st.ServerInfo = c.ServerInfo
 	}

@@ -39,6 +39,10 @@ type ServerSpec struct {
 	Reconnect *lifecycle.Policy
 	// ToolPrefix replaces the server's name in qualified tool names.
 	ToolPrefix string
+	// ToolFilter decides which of the server's tools are published (see
+	// ToolFilter); the zero value publishes them all. Manager.SetToolFilter
+	// changes it at runtime, without a reconnect.
+	ToolFilter ToolFilter
 	// MaxInFlight overrides the manager's per-server limit on in-flight
 	// calls; negative means no limit.
 	MaxInFlight int
@@ -89,6 +93,9 @@ func (s ServerSpec) Validate() error {
 		}
 	}
 	if err := s.Limits.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.ToolFilter.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -22,6 +22,9 @@ type ServerStatus struct {
 	ConnectedAt  time.Time // when the current runtime connected; zero if none
 	InFlight     int64     // calls in flight on the current runtime
 	Tools        int       // tools in the published catalog
+	// FilteredTools counts the tools the server offers that its ToolFilter
+	// keeps out of the published catalog.
+	FilteredTools int
 	// Cached reports that the published catalog came from the catalog
 	// cache: no runtime of this server has connected since it was added.
 	Cached     bool

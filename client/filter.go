@@ -1,0 +1,337 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// ToolFilter decides which of a server's tools the host sees. A tool is
+// published when its name matches an entry of Allow (or Allow is empty)
+// and matches no entry of Deny: Deny wins over Allow. The zero ToolFilter
+// publishes every tool.
+//
+// An entry is a tool name, matched exactly, or a glob in the syntax of
+// path.Match: '*' matches any run of characters but '/', '?' any one
+// character but '/', "[a-z]" a class, and '\' quotes the next character.
+// Entries are matched against the server's own tool names, not the
+// qualified names of the View. An empty entry, or one that path.Match
+// calls malformed ("[a"), makes the spec invalid.
+//
+// A filter is the host's, not the server's: it is applied on every
+// publish of the server's catalog (the first one, each list_changed
+// refresh, a catalog from the cache), and changing it (SetToolFilter, or
+// Apply with a changed filter) republishes the catalog the server last
+// sent through the new filter, with no request to the server, no
+// reconnect and no new generation. A filtered tool is absent from the
+// View and from catalog events, and a call to it fails with a
+// *ToolFilteredError, which matches ErrToolNotFound.
+//
+// Filters cover tools only: prompts, resources and resource templates are
+// published as the server offers them.
+type ToolFilter struct {
+	// Allow, when not empty, publishes only the tools matching one of its
+	// entries.
+	Allow []string
+	// Deny hides the tools matching one of its entries, allowed or not.
+	Deny []string
+}
+
+// IsZero reports whether f publishes every tool.
+func (f ToolFilter) IsZero() bool { return len(f.Allow) == 0 && len(f.Deny) == 0 }
+
+// Validate reports the malformed entries of f, each named by its list and
+// index.
+func (f ToolFilter) Validate() error {
+	var errs []error
+	for _, l := range []struct {
+		name    string
+		entries []string
+	}{{"allow", f.Allow}, {"deny", f.Deny}} {
+		for i, p := range l.entries {
+			if err := validPattern(p); err != nil {
+				errs = append(errs, fmt.Errorf("mcpfleet: spec: toolFilter: %s[%d]: %w", l.name, i, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validPattern checks one entry of a filter.
+func validPattern(p string) error {
+	if p == "" {
+		return errors.New("empty entry")
+	}
+	// path.Match checks the whole pattern, matching or not.
+	if _, err := path.Match(p, ""); err != nil {
+		return fmt.Errorf("invalid pattern %q: %w", p, err)
+	}
+	return nil
+}
+
+// Allows reports whether f publishes the tool named tool.
+func (f ToolFilter) Allows(tool string) bool { return f.refusal(tool) == nil }
+
+// refusal returns why f keeps tool out, or nil if it lets it in.
+func (f ToolFilter) refusal(tool string) *ToolFilteredError {
+	for _, p := range f.Deny {
+		if matchPattern(p, tool) {
+			return &ToolFilteredError{Tool: tool, List: "deny", Entry: p}
+		}
+	}
+	if len(f.Allow) == 0 {
+		return nil
+	}
+	for _, p := range f.Allow {
+		if matchPattern(p, tool) {
+			return nil
+		}
+	}
+	return &ToolFilteredError{Tool: tool, List: "allow"}
+}
+
+// matchPattern matches one entry; a malformed one (refused by Validate)
+// matches nothing.
+func matchPattern(p, tool string) bool {
+	if p == tool {
+		return true
+	}
+	ok, err := path.Match(p, tool)
+	return ok && err == nil
+}
+
+// String describes f as "allow [a b*]; deny [c]", leaving out an empty
+// list; the zero filter is "all tools".
+func (f ToolFilter) String() string {
+	var parts []string
+	if len(f.Allow) > 0 {
+		parts = append(parts, "allow ["+strings.Join(f.Allow, " ")+"]")
+	}
+	if len(f.Deny) > 0 {
+		parts = append(parts, "deny ["+strings.Join(f.Deny, " ")+"]")
+	}
+	if len(parts) == 0 {
+		return "all tools"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// equal reports whether f and g are the same lists (nil and empty alike).
+func (f ToolFilter) equal(g ToolFilter) bool {
+	return slices.Equal(f.Allow, g.Allow) && slices.Equal(f.Deny, g.Deny)
+}
+
+// clone returns f with lists of its own, so that the caller's slices can
+// change without changing the slot's filter.
+func (f ToolFilter) clone() ToolFilter {
+	return ToolFilter{Allow: slices.Clip(slices.Clone(f.Allow)), Deny: slices.Clip(slices.Clone(f.Deny))}
+}
+
+// apply returns c with the tools f filters out left out: c itself when f
+// keeps them all, or a sealed copy of the same generation.
+func (f ToolFilter) apply(c *catalog.Catalog) *catalog.Catalog {
+	if f.IsZero() || c == nil {
+		return c
+	}
+	kept := make([]mcp.Tool, 0, len(c.Tools))
+	for i := range c.Tools {
+		if f.Allows(c.Tools[i].Name) {
+			kept = append(kept, c.Tools[i])
+		}
+	}
+	if len(kept) == len(c.Tools) {
+		return c
+	}
+	return c.WithTools(kept)
+}
+
+// ToolFilteredError is the error (inside a *ServerError) of a call to a
+// tool that the server's ToolFilter keeps out of the View. It matches
+// ErrToolNotFound: to the host the tool is not there.
+type ToolFilteredError struct {
+	Tool string
+	// List is the list that filtered the tool out: "deny" when it matches
+	// a Deny entry (which is Entry), "allow" when it matches no Allow
+	// entry.
+	List  string
+	Entry string
+}
+
+func (e *ToolFilteredError) Error() string {
+	if e.List == "deny" {
+		return fmt.Sprintf("%v: %q is filtered out by the server's tool filter: it matches deny entry %q",
+			ErrToolNotFound, e.Tool, e.Entry)
+	}
+	return fmt.Sprintf("%v: %q is filtered out by the server's tool filter: it matches no allow entry",
+		ErrToolNotFound, e.Tool)
+}
+
+// Is makes errors.Is(err, ErrToolNotFound) true.
+func (e *ToolFilteredError) Is(target error) bool { return target == ErrToolNotFound }
+
+// SetToolFilter replaces the tool filter of server name (see ToolFilter)
+// and republishes its catalog through it at once: tools it lets in appear
+// in the View, tools it keeps out leave it, and one catalog event says so.
+// Nothing is sent to the server: no reconnect, no new generation. A
+// server with no catalog published (disabled, not yet connected) takes the
+// filter for its next publish.
+//
+// For a server that came from a config, the filter lasts until the next
+// Apply that changes the entry's filter or restarts the server; an Apply
+// whose entry has another filter than the one set here puts the entry's
+// back.
+func (m *Manager) SetToolFilter(name string, f ToolFilter) error {
+	if err := f.Validate(); err != nil {
+		return &ServerError{Server: name, Op: "set tool filter", Err: fmt.Errorf("%w: %w", ErrInvalidSpec, err)}
+	}
+	s, err := m.slot(name)
+	if err != nil {
+		return withOp("set tool filter", name, err)
+	}
+	return withOp("set tool filter", name, s.setToolFilter(f))
+}
+
+// ToolFilter returns the tool filter of server name.
+func (m *Manager) ToolFilter(name string) (ToolFilter, error) {
+	s, err := m.slot(name)
+	if err != nil {
+		return ToolFilter{}, withOp("tool filter", name, err)
+	}
+	return s.config().spec.ToolFilter.clone(), nil
+}
+
+// setToolFilter gives the slot filter f in a configuration of its own (the
+// rest shared with the current one: same limits, same tokens) and
+// republishes its catalog through it.
+func (s *slot) setToolFilter(f ToolFilter) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == lifecycle.Closed {
+		return serverError(ErrClosed, s.name, nil)
+	}
+	cur := s.config()
+	if cur.spec.ToolFilter.equal(f) {
+		return nil
+	}
+	next := *cur
+	next.spec.ToolFilter = f.clone()
+	s.cfg.Store(&next)
+	s.republishLocked()
+	return nil
+}
+
+// publishLocked publishes raw, a catalog as the server sent it, through
+// the slot's tool filter, and keeps raw for the next filter change or
+// refresh. It reports what Publisher.Publish does.
+func (s *slot) publishLocked(raw *catalog.Catalog) (catalog.Diff, bool) {
+	cfg := s.config()
+	d, ok := s.m.pub.Publish(cfg.spec.ToolFilter.apply(raw), cfg.prefix)
+	if ok {
+		s.raw = raw
+	}
+	return d, ok
+}
+
+// republishLocked publishes the catalog the server last sent again, as
+// the slot's configuration now filters and names it, and emits what
+// changed. It does nothing while no catalog is published.
+func (s *slot) republishLocked() {
+	if s.raw == nil || !s.state.Publishes() {
+		return
+	}
+	if _, ok := s.m.pub.View().Catalog(s.name); !ok {
+		return
+	}
+	if d, ok := s.publishLocked(s.raw); ok && !d.Empty() {
+		e := catalogEvent(d)
+		e.Cached = s.cached
+		s.emitLocked(e)
+	}
+}
+
+// filteredTool returns the error of a call to tool on server when the
+// server's tool filter keeps it out, and nil otherwise (an unknown server
+// included: the call reports that itself).
+func (m *Manager) filteredTool(server, tool string) error {
+	s, err := m.slot(server)
+	if err != nil {
+		return nil
+	}
+	if r := s.config().spec.ToolFilter.refusal(tool); r != nil {
+		return &ServerError{Server: server, Err: r}
+	}
+	return nil
+}
+
+// filteredQualified returns the error of a call by qualified name to a
+// tool that is not in the View because its server's filter keeps it out,
+// if that is why. It looks at the tools each server last sent, and, for a
+// server that has sent none, takes the name apart by its prefix. It walks
+// the servers: it runs only when the View has no such tool.
+func (m *Manager) filteredQualified(qualified string) error {
+	sep := m.opts.naming.Separator
+	if sep == "" {
+		sep = catalog.DefaultSeparator
+	}
+	m.mu.RLock()
+	slots := make([]*slot, 0, len(m.slots))
+	for _, s := range m.slots {
+		slots = append(slots, s)
+	}
+	m.mu.RUnlock()
+	for _, s := range slots {
+		cfg := s.config()
+		f := cfg.spec.ToolFilter
+		if f.IsZero() {
+			continue
+		}
+		prefix := cfg.prefix
+		if prefix == "" {
+			prefix = s.name
+		}
+		s.mu.Lock()
+		raw := s.raw
+		s.mu.Unlock()
+		if raw == nil {
+			if tool, ok := strings.CutPrefix(qualified, prefix+sep); ok && tool != "" {
+				if r := f.refusal(tool); r != nil {
+					return &ServerError{Server: s.name, Err: r}
+				}
+			}
+			continue
+		}
+		for i := range raw.Tools {
+			name := raw.Tools[i].Name
+			if m.opts.naming.Qualify(prefix, name) != qualified {
+				continue
+			}
+			if r := f.refusal(name); r != nil {
+				return &ServerError{Server: s.name, Err: r}
+			}
+		}
+	}
+	return nil
+}
+
+// filteredCountLocked counts the tools of the catalog the server last sent
+// that the slot's filter keeps out.
+func (s *slot) filteredCountLocked() int {
+	f := s.config().spec.ToolFilter
+	if s.raw == nil || f.IsZero() {
+		return 0
+	}
+	n := 0
+	for i := range s.raw.Tools {
+		if !f.Allows(s.raw.Tools[i].Name) {
+			n++
+		}
+	}
+	return n
+}
