@@ -18,6 +18,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"d": {"command": "x", "timeout": 1e300}}}`,
 		`{"mcpServers": {"e": {"command": "${A:-${B}}"}}}`,
 		`{"mcpServers": {"": {}}}`,
+		`{"mcpServers": {"f": {"command": "x", "tools": {"allow": ["read_*", "get_?"], "deny": ["[a-z]x"]}}}}`,
+		`{"mcpServers": {"g": {"command": "x", "includeTools": ["a"], "excludeTools": ["${T:-b*}", "[c"]}}}`,
 		`[]`, `null`, `{"mcpServers": null}`,
 	} {
 		f.Add([]byte(seed))

@@ -109,6 +109,12 @@ func (h *host) tools(w io.Writer, server string) {
 			fmt.Fprintln(w, "no tools published")
 		}
 	}
+	if server != "" {
+		if st, _ := h.m.Status(server); st.FilteredTools > 0 {
+			f, _ := h.m.ToolFilter(server)
+			fmt.Fprintf(w, "(%d more filtered out: %s)\n", st.FilteredTools, f)
+		}
+	}
 }
 
 // call calls a tool with the JSON object in args and prints what came back.
@@ -392,4 +398,35 @@ func (h *host) stopAuths() {
 		cancel()
 	}
 	h.authWG.Wait()
+}
+
+// filter runs allow or deny: it replaces that list of a server's tool
+// filter with the entries given (none clears it), keeps the other list,
+// and says what the View has now. Nothing is sent to the server; a reload
+// puts back the config file's filter if it says otherwise.
+func (h *host) filter(w io.Writer, verb, args string) {
+	fields := strings.Fields(args)
+	if len(fields) == 0 {
+		fmt.Fprintf(w, "%s: usage: %s <server> [tool or glob ...]   (none clears the %s list)\n", verb, verb, verb)
+		return
+	}
+	name, entries := fields[0], fields[1:]
+	f, err := h.m.ToolFilter(name)
+	if err != nil {
+		fmt.Fprintf(w, "%s: %v\n", verb, err)
+		return
+	}
+	if verb == "allow" {
+		f.Allow = entries
+	} else {
+		f.Deny = entries
+	}
+	if err := h.m.SetToolFilter(name, f); err != nil {
+		fmt.Fprintf(w, "%s %s: %v\n", verb, name, err)
+		return
+	}
+	fmt.Fprintf(w, "%s %s: done; filter: %s\n", verb, name, f)
+	if st, err := h.m.Status(name); err == nil {
+		fmt.Fprintf(w, "%s: tools: %d published, %d filtered out\n", name, st.Tools, st.FilteredTools)
+	}
 }

@@ -13,6 +13,10 @@
 //	disable <server>        switch a server off
 //	reconnect <server>      replace a server's runtime, with a fresh reconnect budget
 //	stderr <server>         the last lines a stdio server wrote to stderr
+//	allow <server> [tool…]  publish only these of a server's tools (names or globs like
+//	                        read_*); none clears the allow list
+//	deny <server> [tool…]   hide these of a server's tools (deny wins over allow); none
+//	                        clears the deny list; neither reconnects the server
 //	auth <server> [redirect]  authorize an OAuth server: prints the URL to open and waits
 //	                        for the browser's redirect on 127.0.0.1; on a headless host,
 //	                        paste the redirect URL (or the code) as the second argument
@@ -204,6 +208,8 @@ func (h *host) command(ctx context.Context, line string) bool {
 		h.toggle(ctx, &b, verb, rest)
 	case "stderr":
 		h.stderr(&b, rest)
+	case "allow", "deny":
+		h.filter(&b, verb, rest)
 	case "stats":
 		h.stats(&b)
 	case "auth":
@@ -225,6 +231,11 @@ const helpText = `commands:
   disable <server>        switch a server off
   reconnect <server>      replace a server's runtime, with a fresh reconnect budget
   stderr <server>         the last lines a stdio server wrote to stderr
+  allow <server> [tool…]  publish only these tools of the server (names or globs like
+                          read_*); none clears the allow list
+  deny <server> [tool…]   hide these tools of the server (deny wins over allow); none
+                          clears the deny list. Neither reconnects the server; reload
+                          puts back the config file's filter if it differs
   stats                   requests by outcome, dials, reconnects, retries, recovery times
   auth <server> [redirect]  authorize an OAuth server: open the URL it prints; the
                           redirect comes back to 127.0.0.1, or paste it (or the code)

@@ -378,3 +378,81 @@ func (l *lineLog) waitFor(ctx context.Context, from int, match func(string) bool
 }
 
 func (l *lineLog) String() string { return strings.Join(l.snapshot(), "\n") }
+
+// TestHostToolFilter drives allow and deny: the View follows at once, the
+// server is not reconnected, a filtered tool's call says why, and a reload
+// puts back the filter of the config file.
+func TestHostToolFilter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	a := stdioEntry(faultserver.ModeNormal)
+	a["tools"] = map[string]any{"deny": []string{"big"}}
+	writeConfig(t, path, map[string]any{"a": a})
+
+	stdin, in := io.Pipe()
+	out := newLineLog()
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, []string{"-config", path}, stdin, out) }()
+	h := &driver{t: t, ctx: ctx, in: in, out: out}
+	h.expectEvent(" a Connecting -> Connected (generation 1)")
+
+	h.send("tools a")
+	h.expect("a__echo")
+	h.expect("(1 more filtered out: deny [big])")
+	h.send("status")
+	h.expectRow("a", "Connected", "1", "4")
+
+	h.send("deny a add p?d")
+	h.expect("deny a: done; filter: deny [add p?d]")
+	h.expect("a: tools: 3 published, 2 filtered out")
+	h.expectEvent(" a catalog added a__big; removed a__add a__pid")
+	h.send(`call a__add {"a": 1, "b": 2}`)
+	h.expect("call a__add: error", "filtered out", `deny entry "add"`)
+
+	h.send("allow a echo")
+	h.expect("allow a: done; filter: allow [echo]; deny [add p?d]")
+	h.expect("a: tools: 1 published, 4 filtered out")
+	h.send(`call a__echo {"text": "still here"}`)
+	h.expectLine("  still here")
+	h.send(`call a__sleep {"ms": 1}`)
+	h.expect("call a__sleep: error", "filtered out", "no allow entry")
+
+	h.send("allow a [x")
+	h.expect("allow a: ", "invalid pattern")
+	h.send("allow")
+	h.expect("allow: usage: allow <server>")
+	h.send("deny nope x")
+	h.expect("deny: ", "unknown server")
+
+	h.send("allow a")
+	h.expect("allow a: done; filter: deny [add p?d]")
+	h.send("deny a")
+	h.expect("deny a: done; filter: all tools")
+	h.expect("a: tools: 5 published, 0 filtered out")
+	// None of it reached the server: same runtime, same generation.
+	h.send("status")
+	h.expectRow("a", "Connected", "1", "5")
+
+	h.send("reload")
+	h.expect("reload " + path + ": reconfigured a")
+	h.send("tools a")
+	h.expect("(1 more filtered out: deny [big])")
+	h.send("status")
+	h.expectRow("a", "Connected", "1", "4")
+
+	h.send("quit")
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out)
+		}
+	case <-ctx.Done():
+		t.Fatalf("run did not return after quit\n%s", out)
+	}
+	in.Close()
+	proctest.NoChildren(t)
+	if t.Failed() || testing.Verbose() {
+		t.Logf("output:\n%s", out)
+	}
+}
