@@ -52,7 +52,9 @@ var (
 	// its dial with it; a refresh keeps the last good catalog and reports
 	// it in an EventCatalogError.
 	ErrCatalogTooLarge = errors.New("catalog too large")
-	// ErrToolNotFound: the qualified tool name is not in the published View.
+	// ErrToolNotFound: the qualified tool name is not in the published View,
+	// or the server's ToolFilter keeps the tool out (then the error is a
+	// *ToolFilteredError, which says by which list).
 	ErrToolNotFound = errors.New("tool not found")
 	// ErrNeedsAuthorization: the server waits for the user to authorize
 	// the client (state NeedsAuthorization). Calls fail fast with it, inside
