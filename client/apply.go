@@ -18,10 +18,10 @@ type ApplyResult struct {
 	Added   []string // new in the config: added, and started unless disabled or lazy
 	Removed []string // gone from the config: closed and forgotten
 	// Restarted: the entry changed (anything but its disabled and required
-	// flags and its tool filter). The server was reconfigured in its slot: its old runtime was
-	// detached and closed and the new spec dialled, one generation up. A
-	// changed entry that is disabled only took the new spec, for its next
-	// Enable; one that became disabled is in Disabled.
+	// flags and its tool filter). The server was reconfigured in its slot:
+	// its old runtime was detached and closed and the new spec dialled, one
+	// generation up. A changed entry that is disabled only took the new
+	// spec, for its next Enable; one that became disabled is in Disabled.
 	Restarted []string
 	Enabled   []string // the disabled flag went off
 	Disabled  []string // the disabled flag went on
