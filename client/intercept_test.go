@@ -57,8 +57,8 @@ func (o *requestLog) seen() []string {
 type nopObserver struct{}
 
 func (nopObserver) RequestStart(ctx context.Context, _ *Request) context.Context { return ctx }
-func (nopObserver) RequestAttempt(context.Context, *Request, int, error)        {}
-func (nopObserver) RequestEnd(context.Context, *Request, Outcome, error)        {}
+func (nopObserver) RequestAttempt(context.Context, *Request, int, error)         {}
+func (nopObserver) RequestEnd(context.Context, *Request, Outcome, error)         {}
 func (nopObserver) StateChange(string, lifecycle.State, lifecycle.State, uint64, error) {
 }
 func (nopObserver) Dial(string, uint64, time.Duration, error) {}
