@@ -195,9 +195,9 @@ func WithServerRequestInterceptor(ics ...ServerRequestInterceptor) Option {
 // intercept runs the host's interceptors around a request of method on
 // server about name with args; send makes the request with the arguments
 // the chain passes on, noting the generation it went to in gen. op names
-// the operation in errors, as the public method does, so that
-// interceptors see the error its caller will.
-func intercept[T any](ctx context.Context, m *Manager, server, method, name, op string, args any,
+// the operation in errors, as the public method does (op, or op and name),
+// so that interceptors see the error its caller will.
+func intercept[T any](ctx context.Context, m *Manager, server, method, name string, op string, args any,
 	send func(ctx context.Context, args any, gen *uint64) (T, error)) (T, error) {
 	var zero T
 	s, err := m.slot(server)
@@ -207,11 +207,13 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name, op 
 	s.mu.Lock()
 	gen := s.gen
 	s.mu.Unlock()
-	c := &Call{server: server, method: method, name: name, gen: gen, Arguments: args}
-	var passed atomic.Bool // the request got past every interceptor
+	c := &struct {
+		Call
+		passed atomic.Bool // the request got past every interceptor
+	}{Call: Call{server: server, method: method, name: name, gen: gen, Arguments: args}}
 	last := func(ctx context.Context, cc *Call) (any, error) {
 		if cc == nil {
-			cc = c
+			cc = &c.Call
 		}
 		args := cc.Arguments
 		if method == string(mcp.MethodPromptsGet) && args != nil {
@@ -219,7 +221,7 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name, op 
 				return nil, withOp(op, server, fmt.Errorf("mcpfleet: an interceptor set prompt arguments of type %T, want map[string]string", args))
 			}
 		}
-		passed.Store(true)
+		c.passed.Store(true)
 		res, err := send(ctx, args, &cc.gen)
 		if err != nil {
 			return nil, withOp(op, server, err)
@@ -229,9 +231,9 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name, op 
 		}
 		return res, nil
 	}
-	out, err := chain(ctx, m.opts.interceptors, c, last)
+	out, err := chain(ctx, m.opts.interceptors, &c.Call, last)
 	if err != nil {
-		if !passed.Load() {
+		if !c.passed.Load() {
 			err = serverError(ErrRefused, server, err)
 		}
 		return zero, err
