@@ -392,8 +392,9 @@ func TestInterceptorResults(t *testing.T) {
 // through the server-request interceptors, which see the server, the
 // method and the generation, and can rewrite the request (the host's
 // handler sees the new prompt) or refuse it (the server gets the error,
-// the handler is not called). Roots go through them too. Calls are not
-// intercepted by them.
+// the handler is not called). Roots and elicitation go through them too;
+// an elicitation rewritten to a mode the host did not declare is refused
+// before the handler.
 func TestServerRequestInterceptorSampling(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -421,6 +422,8 @@ func TestServerRequestInterceptorSampling(t *testing.T) {
 				return nil, errors.New("sampling is off for this server")
 			}
 			p.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("rewritten")}}
+		case *mcp.ElicitationParams:
+			p.Mode = string(mcp.ElicitationModeURL) // not declared: checked again
 		case nil:
 			if r.Method() != string(mcp.MethodListRoots) {
 				t.Errorf("nil params for %s", r.Method())
@@ -428,8 +431,15 @@ func TestServerRequestInterceptorSampling(t *testing.T) {
 		}
 		return next(ctx, r)
 	}
+	elicited := 0
+	elicit := func(context.Context, string, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		mu.Lock()
+		elicited++
+		mu.Unlock()
+		return &mcp.ElicitationResult{}, nil
+	}
 	m := newTestManager(t, WithSamplingHandler(sample), WithRoots(mcp.Root{URI: "file:///tmp", Name: "tmp"}),
-		WithServerRequestInterceptor(policy))
+		WithElicitationHandler(elicit), WithServerRequestInterceptor(policy))
 	mustAdd(t, m, "s", faultSpec(faultserver.ModeFlood))
 	mustWait(t, m, "s", lifecycle.Connected)
 
@@ -449,12 +459,18 @@ func TestServerRequestInterceptorSampling(t *testing.T) {
 	if ans := asked(ctx, t, m, "s", "roots", 1); ans.OK != 1 {
 		t.Errorf("roots: the server saw %+v", ans)
 	}
+	if ans := asked(ctx, t, m, "s", "elicitation", 1); ans.Error != 1 || !errorsAll(ans, `elicitation mode "url" not supported`) {
+		t.Errorf("elicitation rewritten to an undeclared mode: the server saw %+v", ans)
+	}
 	mu.Lock()
 	defer mu.Unlock()
+	if elicited != 0 {
+		t.Errorf("the host's handler got an elicitation in an undeclared mode")
+	}
 	if want := []string{"rewritten"}; !slices.Equal(prompts, want) {
 		t.Errorf("the host's handler saw %q, want %q", prompts, want)
 	}
-	want := []string{"s sampling/createMessage 1", "s sampling/createMessage 1", "s roots/list 1"}
+	want := []string{"s sampling/createMessage 1", "s sampling/createMessage 1", "s roots/list 1", "s elicitation/create 1"}
 	if !slices.Equal(seen, want) {
 		t.Errorf("the interceptor saw %q, want %q", seen, want)
 	}
