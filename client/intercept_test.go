@@ -478,3 +478,45 @@ func TestServerRequestInterceptorSampling(t *testing.T) {
 		t.Errorf("status after a refused sampling: %+v", st)
 	}
 }
+
+// TestInterceptorConcurrent: interceptors run on each caller's goroutine
+// with a Call of its own; calls at once, across a reconnect, each see
+// their own arguments and a generation that only grows.
+func TestInterceptorConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	ts := interceptTestServer()
+	tagged := func(ctx context.Context, c *Call, next Invoker) (any, error) {
+		a := c.Arguments.(map[string]any)
+		c.Arguments = map[string]any{"text": a["text"].(string) + "!"}
+		g := c.Generation()
+		res, err := next(ctx, c)
+		if err == nil && c.Generation() < g {
+			t.Errorf("generation went from %d to %d", g, c.Generation())
+		}
+		return res, err
+	}
+	m := newTestManager(t, WithInterceptor(tagged))
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+	mustWait(t, m, "s", lifecycle.Connected)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				want := fmt.Sprintf("%d.%d", g, i)
+				res, err := m.CallTool(ctx, "s", "echo", map[string]any{"text": want})
+				if err != nil {
+					t.Errorf("%s: %v", want, err)
+					return
+				}
+				if got := text(res); got != want+"!" {
+					t.Errorf("got %q, want %q", got, want+"!")
+				}
+			}
+		})
+	}
+	if err := m.Reconnect(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
