@@ -520,3 +520,30 @@ func TestInterceptorConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkInterceptChain times the interceptor machinery alone, with a
+// send that answers at once: what a chain of n pass-through interceptors
+// adds to a request, apart from the request (see BENCHMARKS.md).
+func BenchmarkInterceptChain(b *testing.B) {
+	ctx := context.Background()
+	pass := func(ctx context.Context, c *Call, next Invoker) (any, error) { return next(ctx, c) }
+	res := &mcp.CallToolResult{}
+	args := map[string]any{"text": "hello"}
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("interceptors=%d", n), func(b *testing.B) {
+			m := New(WithInterceptor(slices.Repeat([]Interceptor{pass}, n)...))
+			defer m.Close()
+			if err := m.Add(ctx, "s", ServerSpec{Dialer: newTestServer().dialer(), Lazy: true}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := intercept(ctx, m, "s", "tools/call", "echo", "call tool echo", args,
+					func(context.Context, any, *uint64) (*mcp.CallToolResult, error) { return res, nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
