@@ -215,13 +215,13 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name stri
 		if cc == nil {
 			cc = &c.Call
 		}
+		c.passed.Store(true) // what fails from here on is no refusal
 		args := cc.Arguments
 		if method == string(mcp.MethodPromptsGet) && args != nil {
 			if _, ok := args.(map[string]string); !ok {
 				return nil, withOp(op, server, fmt.Errorf("mcpfleet: an interceptor set prompt arguments of type %T, want map[string]string", args))
 			}
 		}
-		c.passed.Store(true)
 		res, err := send(ctx, args, &cc.gen)
 		if err != nil {
 			return nil, withOp(op, server, err)
@@ -242,7 +242,7 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name stri
 		return zero, nil
 	}
 	res, ok := out.(T)
-	if !ok || out == nil {
+	if !ok || omitNil(out) == nil { // omitNil: a typed nil too
 		return zero, withOp(op, server, fmt.Errorf("mcpfleet: an interceptor returned %T for %s, want %T", out, method, zero))
 	}
 	return res, nil
@@ -282,11 +282,11 @@ func interceptServer[P, T any](ctx context.Context, h *leaseHandlers, method str
 		if rr == nil {
 			rr = r
 		}
+		passed.Store(true) // what fails from here on is no refusal
 		p, ok := rr.Params.(*P)
 		if params != nil && (!ok || p == nil) {
 			return nil, fmt.Errorf("mcpfleet: an interceptor set %s params of type %T, want %T", method, rr.Params, params)
 		}
-		passed.Store(true)
 		res, err := answer(ctx, p)
 		if err != nil {
 			return nil, err

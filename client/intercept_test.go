@@ -362,6 +362,8 @@ func TestInterceptorResults(t *testing.T) {
 			return "a string", nil
 		case "none":
 			return nil, nil
+		case "typed-nil":
+			return (*mcp.CallToolResult)(nil), nil
 		case "greet":
 			c.Arguments = map[string]any{"name": 1}
 		}
@@ -373,14 +375,14 @@ func TestInterceptorResults(t *testing.T) {
 	if got := strings.TrimSpace(mustCall(ctx, t, m, "cached", nil)); got != "from the cache" {
 		t.Errorf("cached: %q", got)
 	}
-	for _, tool := range []string{"wrong", "none"} {
+	for _, tool := range []string{"wrong", "none", "typed-nil"} {
 		res, err := m.CallTool(ctx, "s", tool, nil)
 		if err == nil || res != nil || !strings.Contains(err.Error(), "interceptor returned") || errors.Is(err, ErrRefused) {
 			t.Errorf("%s: %v, %v", tool, res, err)
 		}
 	}
 	_, err := m.GetPrompt(ctx, "s", "greet", nil)
-	if err == nil || !strings.Contains(err.Error(), "want map[string]string") {
+	if err == nil || !strings.Contains(err.Error(), "want map[string]string") || errors.Is(err, ErrRefused) {
 		t.Errorf("prompt arguments of the wrong type: %v", err)
 	}
 	if st := m.Stats().Total; st.Requests() != 0 {
