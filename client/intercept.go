@@ -9,26 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Interceptors put the host's own policy around requests: approval, audit,
-// redaction, rate limits. There are two kinds, one per direction, set by
-// two options, so that a policy written for the host's calls never sees a
-// server's sampling request by accident, and each kind gets the request and
-// the result types of its own direction:
-//
-//   - an Interceptor (WithInterceptor) runs around each request the host
-//     sends a server through the Manager: CallTool and Call (tools/call),
-//     GetPrompt (prompts/get), ReadResource (resources/read),
-//     SubscribeResource and UnsubscribeResource (resources/subscribe,
-//     resources/unsubscribe) and SetLevel (logging/setLevel);
-//   - a ServerRequestInterceptor (WithServerRequestInterceptor) runs around
-//     each request a server sends the host (sampling/createMessage,
-//     elicitation/create, roots/list), before the host's handler answers.
-//
-// The Manager's own requests are not intercepted: the handshake, the
-// catalog's list requests, the idle probe, and the subscriptions and log
-// level it renews on a new runtime. They keep the fleet healthy, and a
-// policy refusing them would look like a broken server.
-
 // ErrRefused: an interceptor refused the request. It returned an error
 // without passing the request on, so the server never saw it (or, for a
 // server's request, the host's handler never did). The interceptor's own
@@ -38,8 +18,15 @@ import (
 // count it.
 var ErrRefused = errors.New("refused by an interceptor")
 
-// Interceptor runs around a request the host sends a server (see
-// WithInterceptor). It may look at c and change its Arguments, then pass it
+// Interceptor puts the host's own policy (approval, audit, redaction, rate
+// limits) around a request the host sends a server (see WithInterceptor).
+// Requests servers send the host have interceptors of their own kind
+// (ServerRequestInterceptor), set by their own option, so that a policy
+// written for the host's calls never meets a server's sampling request by
+// accident, and each kind gets the request and result types of its
+// direction.
+//
+// An Interceptor may look at c and change its Arguments, then pass it
 // on with next and return what next returns, or something else; or not
 // call next at all and return an error (a refusal: the caller gets it
 // wrapped with ErrRefused, inside a *ServerError naming the server) or a
@@ -112,7 +99,16 @@ func (c *Call) Name() string { return c.name }
 func (c *Call) Generation() uint64 { return c.gen }
 
 // WithInterceptor adds interceptors around every request the host sends a
-// server (see Interceptor). Several are a chain, run in the order given:
+// server through the Manager (see Interceptor): CallTool and Call
+// (tools/call), GetPrompt (prompts/get), ReadResource (resources/read),
+// SubscribeResource and UnsubscribeResource (resources/subscribe,
+// resources/unsubscribe), SetLevel (logging/setLevel). The Manager's own
+// requests are not intercepted: the handshake, the catalog's list requests,
+// the idle probe, and the subscriptions and log level it renews on a new
+// runtime. They keep the fleet healthy, and a policy refusing them would
+// look like a broken server.
+//
+// Several interceptors are a chain, run in the order given:
 // the first is outermost, sees the request first and the result last.
 // Several WithInterceptor options append to one chain. Nil ones are
 // skipped. With none, a request costs nothing more. Defaults to none.
