@@ -16,7 +16,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
-// interceptServer is a testServer with a prompt and a resource, so that
+// interceptTestServer is a testServer with a prompt and a resource, so that
 // every kind of request has something to reach.
 func interceptTestServer() *testServer {
 	ts := newTestServer()
