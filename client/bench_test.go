@@ -22,8 +22,9 @@ func benchServer() *server.MCPServer {
 }
 
 // BenchmarkCallTool compares a call through the Manager with the same call
-// on a raw mcp-go in-process client of the same server. Compare the two
-// with benchstat (see BENCHMARKS.md).
+// on a raw mcp-go in-process client of the same server, and through a
+// Manager with one pass-through interceptor. Compare them with benchstat
+// (see BENCHMARKS.md).
 func BenchmarkCallTool(b *testing.B) {
 	args := map[string]any{"text": "hello"}
 	srv := benchServer()
@@ -39,6 +40,13 @@ func BenchmarkCallTool(b *testing.B) {
 
 	b.Run("impl=manager", func(b *testing.B) {
 		client.BenchManagerCallTool(b, client.ServerSpec{Dialer: client.InProcess(srv)}, args)
+	})
+
+	// The same with one interceptor that passes every request on: the
+	// cost of the chain itself (see BENCHMARKS.md).
+	b.Run("impl=intercepted", func(b *testing.B) {
+		pass := func(ctx context.Context, c *client.Call, next client.Invoker) (any, error) { return next(ctx, c) }
+		client.BenchManagerCallTool(b, client.ServerSpec{Dialer: client.InProcess(srv)}, args, client.WithInterceptor(pass))
 	})
 }
 

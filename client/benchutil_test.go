@@ -46,10 +46,10 @@ func BenchRawCallTool(b *testing.B, c *mcpclient.Client, args any, ready func(*m
 }
 
 // BenchManagerCallTool times calls of "echo" with args through a Manager
-// holding one server of spec.
-func BenchManagerCallTool(b *testing.B, spec ServerSpec, args any) {
+// made with opts, holding one server of spec.
+func BenchManagerCallTool(b *testing.B, spec ServerSpec, args any, opts ...Option) {
 	ctx := context.Background()
-	m := New()
+	m := New(opts...)
 	defer m.Close()
 	if err := m.Add(ctx, "s", spec); err != nil {
 		b.Fatal(err)

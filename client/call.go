@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/mcpfleet/mcpfleet/internal/failure"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,19 +64,37 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, o
 	if err := m.filteredTool(server, tool); err != nil {
 		return nil, withOp("call tool "+tool, server, err)
 	}
+	var (
+		res *mcp.CallToolResult
+		err error
+	)
+	if len(m.opts.interceptors) == 0 {
+		res, err = m.callTool(ctx, server, tool, args, opts, nil)
+	} else {
+		opts := slices.Clone(opts) // the closure must not make the caller's escape
+		res, err = intercept(ctx, m, server, "tools/call", tool, "call tool "+tool, args,
+			func(ctx context.Context, args any, gen *uint64) (*mcp.CallToolResult, error) {
+				return m.callTool(ctx, server, tool, args, opts, gen)
+			})
+	}
+	if err != nil {
+		return nil, withOp("call tool "+tool, server, err)
+	}
+	return res, nil
+}
+
+// callTool is CallTool past the interceptors; gen, if not nil, is where the
+// generation the request went to is noted.
+func (m *Manager) callTool(ctx context.Context, server, tool string, args any, opts []CallOption, gen *uint64) (*mcp.CallToolResult, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = omitNil(args)
-	res, err := do(ctx, m, server, call{"tools/call", tool}, opts, func(s *slot) bool { return s.replayable(tool) },
+	return do(ctx, m, server, call{"tools/call", tool}, gen, opts, func(s *slot) bool { return s.replayable(tool) },
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.CallToolResult, error) {
 			req := req
 			req.Params.Meta = withMeta(ctx, req.Params.Meta)
 			return c.CallTool(ctx, req)
 		})
-	if err != nil {
-		return nil, withOp("call tool "+tool, server, err)
-	}
-	return res, nil
 }
 
 // Call calls a tool by its qualified name in the View (server + separator +
@@ -143,36 +162,76 @@ func (m *Manager) catalogless(qualifiedTool string) *slot {
 // GetPrompt gets a prompt from server, rendered with args. Prompts are
 // read-only, so a request lost in flight is replayed once.
 func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[string]string, opts ...CallOption) (*mcp.GetPromptResult, error) {
-	req := mcp.GetPromptRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := do(ctx, m, server, call{"prompts/get", name}, opts, alwaysReplayable,
-		func(ctx context.Context, c *mcpclient.Client) (*mcp.GetPromptResult, error) {
-			req := req
-			req.Params.Meta = withMeta(ctx, req.Params.Meta)
-			return c.GetPrompt(ctx, req)
-		})
+	var (
+		res *mcp.GetPromptResult
+		err error
+	)
+	if len(m.opts.interceptors) == 0 {
+		res, err = m.getPrompt(ctx, server, name, args, opts, nil)
+	} else {
+		opts := slices.Clone(opts)
+		var a any
+		if args != nil {
+			a = args
+		}
+		res, err = intercept(ctx, m, server, "prompts/get", name, "get prompt "+name, a,
+			func(ctx context.Context, args any, gen *uint64) (*mcp.GetPromptResult, error) {
+				a, _ := args.(map[string]string) // intercept checked the type
+				return m.getPrompt(ctx, server, name, a, opts, gen)
+			})
+	}
 	if err != nil {
 		return nil, withOp("get prompt "+name, server, err)
 	}
 	return res, nil
 }
 
+// getPrompt is GetPrompt past the interceptors, as callTool is CallTool.
+func (m *Manager) getPrompt(ctx context.Context, server, name string, args map[string]string, opts []CallOption, gen *uint64) (*mcp.GetPromptResult, error) {
+	req := mcp.GetPromptRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return do(ctx, m, server, call{"prompts/get", name}, gen, opts, alwaysReplayable,
+		func(ctx context.Context, c *mcpclient.Client) (*mcp.GetPromptResult, error) {
+			req := req
+			req.Params.Meta = withMeta(ctx, req.Params.Meta)
+			return c.GetPrompt(ctx, req)
+		})
+}
+
 // ReadResource reads a resource from server. Reads are replayed once if
 // lost in flight.
 func (m *Manager) ReadResource(ctx context.Context, server, uri string, opts ...CallOption) (*mcp.ReadResourceResult, error) {
+	var (
+		res *mcp.ReadResourceResult
+		err error
+	)
+	if len(m.opts.interceptors) == 0 {
+		res, err = m.readResource(ctx, server, uri, opts, nil)
+	} else {
+		opts := slices.Clone(opts)
+		res, err = intercept(ctx, m, server, "resources/read", uri, "read resource "+uri, nil,
+			func(ctx context.Context, _ any, gen *uint64) (*mcp.ReadResourceResult, error) {
+				return m.readResource(ctx, server, uri, opts, gen)
+			})
+	}
+	if err != nil {
+		return nil, withOp("read resource "+uri, server, err)
+	}
+	return res, nil
+}
+
+// readResource is ReadResource past the interceptors, as callTool is
+// CallTool.
+func (m *Manager) readResource(ctx context.Context, server, uri string, opts []CallOption, gen *uint64) (*mcp.ReadResourceResult, error) {
 	req := mcp.ReadResourceRequest{}
 	req.Params.URI = uri
-	res, err := do(ctx, m, server, call{"resources/read", uri}, opts, alwaysReplayable,
+	return do(ctx, m, server, call{"resources/read", uri}, gen, opts, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 			req := req
 			req.Params.Meta = withMeta(ctx, req.Params.Meta)
 			return c.ReadResource(ctx, req)
 		})
-	if err != nil {
-		return nil, withOp("read resource "+uri, server, err)
-	}
-	return res, nil
 }
 
 func alwaysReplayable(*slot) bool { return true }
@@ -196,8 +255,10 @@ type call struct {
 }
 
 // do runs one request against a server's current runtime, with the waiting,
-// retry and health rules every request shares, and counts how it ended.
-func do[T any](ctx context.Context, m *Manager, server string, c call, opts []CallOption,
+// retry and health rules every request shares, and counts how it ended. If
+// gen is not nil (an interceptor asks), the generation of the runtime the
+// request was last sent to is noted there.
+func do[T any](ctx context.Context, m *Manager, server string, c call, gen *uint64, opts []CallOption,
 	replayable func(*slot) bool, send func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
 	s, err := m.slot(server)
 	if err != nil {
@@ -210,8 +271,13 @@ func do[T any](ctx context.Context, m *Manager, server string, c call, opts []Ca
 		req = &Request{Server: server, Method: c.method, Name: c.name}
 		ctx = obs.RequestStart(ctx, req)
 		ctx = context.WithValue(ctx, observerMetaKey{}, req)
+	} else if gen != nil {
+		req = &Request{} // for the attempts' generation alone
 	}
 	res, err := doOn(ctx, s, req, opts, replayable, send)
+	if gen != nil && req.Generation != 0 {
+		*gen = req.Generation
+	}
 	o := outcomeOf(res, err)
 	s.st.calls[o].Add(1)
 	if obs != nil {
@@ -291,7 +357,9 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, opts []CallOption,
 		}
 		if req != nil {
 			l.describe(req)
-			m.opts.observer.RequestAttempt(ctx, req, attempt, cause)
+			if obs := m.opts.observer; obs != nil {
+				obs.RequestAttempt(ctx, req, attempt, cause)
+			}
 		}
 		res, err := send(ctx, l.client)
 		l.inflight.Add(-1)

@@ -217,6 +217,13 @@ func (h *leaseHandlers) CreateMessage(ctx context.Context, req mcp.CreateMessage
 		return nil, err
 	}
 	defer done()
+	if len(h.m.opts.serverInterceptors) > 0 {
+		return interceptServer(ctx, h, string(mcp.MethodSamplingCreateMessage), &req.CreateMessageParams,
+			func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+				req.CreateMessageParams = *p
+				return h.m.opts.sampling(ctx, h.l.slot.name, req)
+			})
+	}
 	return h.m.opts.sampling(ctx, h.l.slot.name, req)
 }
 
@@ -233,18 +240,38 @@ func (h *leaseHandlers) Elicit(ctx context.Context, req mcp.ElicitationRequest) 
 		return nil, err
 	}
 	defer done()
+	if len(h.m.opts.serverInterceptors) > 0 {
+		return interceptServer(ctx, h, string(mcp.MethodElicitationCreate), &req.Params,
+			func(ctx context.Context, p *mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+				req.Params = *p
+				if mode := ElicitationMode(p.Mode); mode != "" && !slices.Contains(h.m.opts.elicitModes, mode) {
+					return nil, fmt.Errorf("mcpfleet: elicitation mode %q not supported by this client", mode)
+				}
+				return h.m.opts.elicitation(ctx, h.l.slot.name, req)
+			})
+	}
 	return h.m.opts.elicitation(ctx, h.l.slot.name, req)
 }
 
 func (h *leaseHandlers) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	_, done, err := h.bind(ctx, reqRoots)
+	bctx, done, err := h.bind(ctx, reqRoots)
 	if err != nil {
 		return nil, err
 	}
+	if len(h.m.opts.serverInterceptors) > 0 {
+		defer done()
+		return interceptServer(bctx, h, string(mcp.MethodListRoots), (*struct{})(nil),
+			func(context.Context, *struct{}) (*mcp.ListRootsResult, error) { return h.roots(), nil })
+	}
 	done()
+	return h.roots(), nil
+}
+
+// roots is the answer to a roots/list.
+func (h *leaseHandlers) roots() *mcp.ListRootsResult {
 	roots := h.m.Roots()
 	if roots == nil {
 		roots = []mcp.Root{}
 	}
-	return &mcp.ListRootsResult{Roots: roots}, nil
+	return &mcp.ListRootsResult{Roots: roots}
 }

@@ -29,12 +29,26 @@ func (m *Manager) SetLevel(ctx context.Context, server string, level mcp.Logging
 	if err != nil {
 		return err
 	}
+	if len(m.opts.interceptors) > 0 {
+		// A level an interceptor refused is not remembered either.
+		_, err = intercept(ctx, m, server, "logging/setLevel", string(level), "set level", nil,
+			func(ctx context.Context, _ any, gen *uint64) (struct{}, error) {
+				s.setLogLevel(level)
+				return m.sendLevel(ctx, server, level, gen)
+			})
+		return err
+	}
 	s.setLogLevel(level)
-	_, err = do(ctx, m, server, call{"logging/setLevel", string(level)}, nil, alwaysReplayable,
+	_, err = m.sendLevel(ctx, server, level, nil)
+	return err
+}
+
+// sendLevel is SetLevel's request, past the interceptors.
+func (m *Manager) sendLevel(ctx context.Context, server string, level mcp.LoggingLevel, gen *uint64) (struct{}, error) {
+	return do(ctx, m, server, call{"logging/setLevel", string(level)}, gen, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			return struct{}{}, setLevel(ctx, c, level)
 		})
-	return err
 }
 
 func setLevel(ctx context.Context, c *mcpclient.Client, level mcp.LoggingLevel) error {

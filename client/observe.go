@@ -17,6 +17,11 @@ import (
 // The request methods run on the caller's goroutine, and the others where
 // the change happens, never under a lock of the Manager's: they must be
 // quick, must not block, and must not call back into the Manager.
+//
+// Interceptors (WithInterceptor) run outside it: the Observer sees the
+// requests that reach the servers, as interceptors rewrote them, and not
+// the ones they refused or answered themselves; their time (an approval
+// prompt) is not in a request's duration.
 type Observer interface {
 	// RequestStart is called as a request begins, before it waits for the
 	// server. The context it returns is the request's from then on (a

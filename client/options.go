@@ -82,6 +82,11 @@ type options struct {
 	// dialOverride, set by tests only, replaces the dialer of a spec when
 	// it returns non-nil.
 	dialOverride func(ServerSpec) Dialer
+
+	// WithInterceptor and WithServerRequestInterceptor (intercept.go):
+	// nil, or chains of at least one.
+	interceptors       []Interceptor
+	serverInterceptors []ServerRequestInterceptor
 }
 
 func defaultOptions() options {

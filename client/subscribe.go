@@ -33,7 +33,23 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) (er
 		return err
 	}
 	had := s.addSub(uri)
-	_, err = do(ctx, m, server, call{"resources/subscribe", uri}, nil, alwaysReplayable,
+	if len(m.opts.interceptors) > 0 {
+		_, err = intercept(ctx, m, server, "resources/subscribe", uri, "subscribe "+uri, nil,
+			func(ctx context.Context, _ any, gen *uint64) (struct{}, error) {
+				return m.subscribe(ctx, s, uri, gen)
+			})
+	} else {
+		_, err = m.subscribe(ctx, s, uri, nil)
+	}
+	if err != nil && !had && refused(err) {
+		s.dropSub(uri)
+	}
+	return err
+}
+
+// subscribe is SubscribeResource's request, past the interceptors.
+func (m *Manager) subscribe(ctx context.Context, s *slot, uri string, gen *uint64) (struct{}, error) {
+	return do(ctx, m, s.name, call{"resources/subscribe", uri}, gen, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			req := mcp.SubscribeRequest{}
 			req.Params.URI = uri
@@ -43,10 +59,6 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) (er
 			}
 			return struct{}{}, s.relisten(ctx, c, uri, true)
 		})
-	if err != nil && !had && refused(err) {
-		s.dropSub(uri)
-	}
-	return err
 }
 
 // UnsubscribeResource ends a subscription made with SubscribeResource: it
@@ -59,7 +71,20 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) (
 		return err
 	}
 	s.dropSub(uri)
-	_, err = do(ctx, m, server, call{"resources/unsubscribe", uri}, nil, alwaysReplayable,
+	if len(m.opts.interceptors) > 0 {
+		_, err = intercept(ctx, m, server, "resources/unsubscribe", uri, "unsubscribe "+uri, nil,
+			func(ctx context.Context, _ any, gen *uint64) (struct{}, error) {
+				return m.unsubscribe(ctx, s, uri, gen)
+			})
+		return err
+	}
+	_, err = m.unsubscribe(ctx, s, uri, nil)
+	return err
+}
+
+// unsubscribe is UnsubscribeResource's request, past the interceptors.
+func (m *Manager) unsubscribe(ctx context.Context, s *slot, uri string, gen *uint64) (struct{}, error) {
+	return do(ctx, m, s.name, call{"resources/unsubscribe", uri}, gen, nil, alwaysReplayable,
 		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
 			req := mcp.UnsubscribeRequest{}
 			req.Params.URI = uri
@@ -69,7 +94,6 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) (
 			}
 			return struct{}{}, s.relisten(ctx, c, uri, false)
 		})
-	return err
 }
 
 // resourceListener is a Conn whose notification stream carries the resource
