@@ -78,13 +78,13 @@ type slot struct {
 	lastStderr []string
 	nextRetry  time.Time
 	legacy     bool // the server rejected 2026-07-28: dial the older handshake first
-	// idleSince is when the runtime was closed for going unused (idle.go);
-	// zero once the slot leaves Disconnected.
-	idleSince time.Time
 	cached     bool // the published catalog came from the catalog cache
 	// What the host asked of the server, told again to every new runtime.
 	logLevel mcp.LoggingLevel // SetLevel's; empty if never set
 	subs     []string         // resource URIs subscribed to, in order
+	// idleSince is when the runtime was closed for going unused (idle.go);
+	// zero once the slot leaves Disconnected.
+	idleSince time.Time
 }
 
 // runner is one connect loop: a goroutine that dials until it installs a
