@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,4 +300,85 @@ func TestIdleTimeoutApplyInPlace(t *testing.T) {
 	nextVerdict(t, verdicts, idleClosed)
 	mustIdleClose(t, m, rec, clock, "s", 1)
 	rec.waitStates(t, "s", "Connecting", "Connected", "Disconnected")
+}
+
+// TestIdleNotificationIsUse: a notification from the server counts as use
+// of it.
+func TestIdleNotificationIsUse(t *testing.T) {
+	m, clock, verdicts := idleManager(t)
+	rec := record(m)
+	ts := newTestServer()
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer(), IdleTimeout: testIdle})
+	mustWait(t, m, "s", lifecycle.Connected)
+
+	clock.Advance(testIdle / 2)
+	ts.MCPServer().SendNotificationToAllClients(string(mcp.MethodNotificationMessage),
+		map[string]any{"level": "info", "data": "still here"})
+	rec.wait(t, func(e Event) bool { return e.Kind == EventLog })
+	clock.Advance(testIdle / 2)
+	nextVerdict(t, verdicts, idleNotYet)
+	clock.Advance(testIdle / 2)
+	nextVerdict(t, verdicts, idleClosed)
+	mustIdleClose(t, m, rec, clock, "s", 1)
+}
+
+// timerClock is a clock that can only make timers, as a host's own may be:
+// the idle check then waits on a goroutine of the Manager's.
+type timerClock struct{ c *fakeclock.Clock }
+
+func (c timerClock) Now() time.Time { return c.c.Now() }
+func (c timerClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	return c.c.NewTimer(d)
+}
+
+// TestIdleTimerOnlyClock: idle shutdown works on a clock with no AfterFunc.
+func TestIdleTimerOnlyClock(t *testing.T) {
+	clock := fakeclock.New(time.Unix(1000, 0))
+	m := newTestManager(t, WithClock(timerClock{clock}), WithIdleProbe(-1))
+	verdicts := make(chan idleVerdict, 64)
+	m.onIdle = func(_ *slot, v idleVerdict) { verdicts <- v }
+	rec := record(m)
+	ts := newTestServer()
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer(), IdleTimeout: testIdle})
+	mustWait(t, m, "s", lifecycle.Connected)
+	mustEcho(t, m, "s")
+	clock.Advance(testIdle)
+	nextVerdict(t, verdicts, idleClosed)
+	mustIdleClose(t, m, rec, clock, "s", 1)
+	mustEcho(t, m, "s")
+	if st, _ := m.Status("s"); st.Generation != 2 {
+		t.Fatalf("generation %d after the next call, want 2", st.Generation)
+	}
+}
+
+// TestParseConfigIdleTimeout: "idleTimeout" takes a duration or a number of
+// seconds, like "timeout", reaches the spec, and is left out of the key
+// (Apply changes it in place).
+func TestParseConfigIdleTimeout(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {
+		"a": {"command": "x", "idleTimeout": "5m"},
+		"b": {"command": "x", "idleTimeout": 90},
+		"c": {"command": "x", "idleTimeout": "${IDLE:-2m}"},
+		"d": {"command": "x"}}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]time.Duration{"a": 5 * time.Minute, "b": 90 * time.Second, "c": 2 * time.Minute, "d": 0} {
+		sc := cfg.Servers[name]
+		spec, err := sc.Spec()
+		if sc.IdleTimeout != want || err != nil || spec.IdleTimeout != want {
+			t.Errorf("%s: idle timeout %v, spec %v (%v); want %v", name, sc.IdleTimeout, spec.IdleTimeout, err, want)
+		}
+		if sc.key() != cfg.Servers["d"].key() {
+			t.Errorf("%s: the idle timeout is in the key", name)
+		}
+	}
+	_, err = ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x", "idleTimeout": "-1s"}}}`), env(nil))
+	if err == nil || !strings.Contains(err.Error(), `field "idleTimeout"`) {
+		t.Fatalf("negative idleTimeout: %v", err)
+	}
+	if err := (ServerSpec{Dialer: newTestServer().dialer(), IdleTimeout: -time.Second}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "idleTimeout") {
+		t.Fatalf("negative ServerSpec.IdleTimeout: %v", err)
+	}
 }
