@@ -18,10 +18,11 @@ type ApplyResult struct {
 	Added   []string // new in the config: added, and started unless disabled or lazy
 	Removed []string // gone from the config: closed and forgotten
 	// Restarted: the entry changed (anything but its disabled and required
-	// flags and its tool filter). The server was reconfigured in its slot:
-	// its old runtime was detached and closed and the new spec dialled, one
-	// generation up. A changed entry that is disabled only took the new
-	// spec, for its next Enable; one that became disabled is in Disabled.
+	// flags, its tool filter and its idleTimeout). The server was
+	// reconfigured in its slot: its old runtime was detached and closed and
+	// the new spec dialled, one generation up. A changed entry that is
+	// disabled only took the new spec, for its next Enable; one that became
+	// disabled is in Disabled.
 	Restarted []string
 	Enabled   []string // the disabled flag went off
 	Disabled  []string // the disabled flag went on
@@ -81,7 +82,9 @@ const (
 //     detached and closed, the new spec is dialled and its generation is
 //     one up, and calls waiting on it (or arriving meanwhile) see
 //     Reconnecting, as after a crash, and go to the new runtime;
-//   - servers whose disabled flag flipped are disabled or enabled in place.
+//   - servers whose disabled flag flipped are disabled or enabled in place;
+//   - a changed idleTimeout takes effect in place, with no restart (alone,
+//     it leaves the server Unchanged).
 //
 // Untouched servers see no blip: same slot, same runtime, same generation.
 // All the changes run at once; dials are bounded by the manager's dial
@@ -223,6 +226,7 @@ func (s *slot) apply(ctx context.Context, spec ServerSpec, key string, disabled 
 		}
 		return applyRestarted, nil
 	}
+	s.setIdleTimeout(spec.IdleTimeout) // not in the key: no restart
 	switch {
 	case disabled && !wasOff:
 		return applyDisabled, s.disable(ctx)

@@ -116,8 +116,7 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 		if err != nil {
 			return nil, withOp("call "+qualifiedTool, s.name, err)
 		}
-		l.inflight.Add(-1)
-		l.calls.Done()
+		l.release()
 		if t, ok := m.pub.View().Tool(qualifiedTool); ok {
 			return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
 		}
@@ -362,8 +361,7 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, opts []CallOption,
 			}
 		}
 		res, err := send(ctx, l.client)
-		l.inflight.Add(-1)
-		l.calls.Done()
+		l.release()
 		if err == nil {
 			l.markAnswered()
 			if l.timedOut.Load() {

@@ -60,6 +60,10 @@ type ServerConfig struct {
 	Lazy bool
 	// Timeout bounds each call ("30s", or a number of seconds).
 	Timeout time.Duration
+	// IdleTimeout closes the server's runtime after that long unused
+	// ("idleTimeout": "5m", or a number of seconds); the next call starts
+	// it again. See ServerSpec.IdleTimeout. Changing it needs no restart.
+	IdleTimeout time.Duration
 	// Reconnect overrides the manager's reconnect policy.
 	Reconnect *lifecycle.Policy
 	// ToolPrefix replaces the server's name in qualified tool names.
@@ -121,7 +125,7 @@ var (
 	// Each entry key maps to whether it is known; aliases spell the same
 	// field differently across hosts.
 	serverKeys = []string{"type", "transport", "command", "args", "env", "cwd", "url", "headers",
-		"disabled", "required", "lazy", "timeout", "reconnect", "toolPrefix", "envFile", "limits", "oauth",
+		"disabled", "required", "lazy", "timeout", "idleTimeout", "reconnect", "toolPrefix", "envFile", "limits", "oauth",
 		"tools", "includeTools", "excludeTools"}
 	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
 		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName"}
@@ -227,6 +231,8 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 			sc.Lazy = p.boolean(name, k, v)
 		case "timeout":
 			sc.Timeout = p.duration(name, k, v)
+		case "idleTimeout":
+			sc.IdleTimeout = p.duration(name, k, v)
 		case "reconnect":
 			sc.Reconnect = p.policy(name, v)
 		case "limits":
@@ -700,6 +706,7 @@ func (c ServerConfig) Spec() (ServerSpec, error) {
 		ToolFilter: c.ToolFilter,
 		Limits:     c.Limits,
 	}
+	spec.IdleTimeout = c.IdleTimeout
 	switch c.Type {
 	case "stdio", "":
 		if c.Command == "" {
@@ -767,9 +774,9 @@ func (c ServerConfig) Format(f fmt.State, verb rune) {
 
 // key identifies everything about the entry that needs a restart when it
 // changes: all of it but Disabled, which Apply toggles in place, Required,
-// which only concerns Apply itself, and ToolFilter, which Apply changes in
-// place (the fields are listed one by one below: a new field is in the key
-// only when added there).
+// which only concerns Apply itself, and ToolFilter and IdleTimeout, which
+// Apply changes in place (the fields are listed one by one below: a new
+// field is in the key only when added there).
 func (c ServerConfig) key() string {
 	c.Disabled, c.Required = false, false
 	var b bytes.Buffer

@@ -16,6 +16,7 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"c": {"type": "sse", "url": "http://h/sse", "timeout": "1m", "disabled": true,
 			"reconnect": {"maxAttempts": -1, "jitter": 0.1, "probeInterval": "off"}}}}`,
 		`{"mcpServers": {"d": {"command": "x", "timeout": 1e300}}}`,
+		`{"mcpServers": {"i": {"command": "x", "idleTimeout": "5m", "lazy": true}}}`,
 		`{"mcpServers": {"e": {"command": "${A:-${B}}"}}}`,
 		`{"mcpServers": {"": {}}}`,
 		`{"mcpServers": {"f": {"command": "x", "tools": {"allow": ["read_*", "get_?"], "deny": ["[a-z]x"]}}}}`,

@@ -64,6 +64,11 @@ var (
 	// ErrTooManyTimeouts is the cause recorded when consecutive call
 	// timeouts made the manager give up on a connection.
 	ErrTooManyTimeouts = errors.New("too many consecutive timeouts")
+	// ErrIdleTimeout is the cause of the move from Connected to
+	// Disconnected of a server that went unused for its
+	// ServerSpec.IdleTimeout: its runtime was closed on purpose, not lost.
+	// No request fails with it; the next one starts the server again.
+	ErrIdleTimeout = errors.New("idle timeout")
 )
 
 // ServerError is the error of every per-server failure a Manager method

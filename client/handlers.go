@@ -208,7 +208,8 @@ func (h *leaseHandlers) bind(ctx context.Context, method int) (context.Context, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(h.l.ctx, cancel)
-	return ctx, func() { stop(); cancel(); g.release() }, nil
+	h.l.serving.Add(1) // a server request pending keeps the server from going idle
+	return ctx, func() { stop(); cancel(); g.release(); h.l.used(); h.l.serving.Add(-1) }, nil
 }
 
 func (h *leaseHandlers) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

@@ -42,6 +42,14 @@ type lease struct {
 	dirty atomic.Uint32 // lists that list_changed asked to refresh
 	kick  chan struct{} // capacity 1: a refresh is wanted
 
+	// Idle shutdown (idle.go). lastUse and serving are atomics, written
+	// where the use happens; idleStop and idleSeq are guarded by the
+	// slot's lock.
+	lastUse  atomic.Int64 // UnixNano on the Manager's clock of the last use; kept only under an IdleTimeout
+	serving  atomic.Int64 // requests of the server's that the host is answering
+	idleStop func() bool  // stops the armed idle check; nil if none is armed
+	idleSeq  uint64       // numbers the armed idle check, so a stale one drops itself
+
 	listen listenState // its own subscriptions/listen stream (listen.go)
 }
 
@@ -57,7 +65,8 @@ const (
 // Manager acts on is first charged to the server's budget (before it is
 // decoded): one over the rate is dropped and counted. A dropped
 // list_changed still marks its list, which the next refresh fetches, or
-// the drop report, at most a second later, asks for.
+// the drop report, at most a second later, asks for. Each one, dropped or
+// not, counts as use of the server against its IdleTimeout.
 func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 	var bit uint32
 	switch n.Method {
@@ -72,6 +81,7 @@ func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 	default:
 		return
 	}
+	l.used()
 	if !l.slot.allowNotification() {
 		if bit != 0 {
 			l.dirty.Or(bit)

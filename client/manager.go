@@ -61,6 +61,9 @@ type Manager struct {
 	// onProbe, when set (by tests only, before any Add), is told the
 	// outcome of every idle probe sent.
 	onProbe func(s *slot, err error)
+	// onIdle, when set (by tests only, before any Add), is told what
+	// every idle check found (idle.go), with no lock held.
+	onIdle func(s *slot, v idleVerdict)
 }
 
 // New returns a Manager with no servers. With WithStateFile it first ends

@@ -86,6 +86,9 @@ type slot struct {
 	// What the host asked of the server, told again to every new runtime.
 	logLevel mcp.LoggingLevel // SetLevel's; empty if never set
 	subs     []string         // resource URIs subscribed to, in order
+	// idleSince is when the runtime was closed for going unused (idle.go);
+	// zero once the slot leaves Disconnected.
+	idleSince time.Time
 }
 
 // runner is one connect loop: a goroutine that dials until it installs a
@@ -199,6 +202,9 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	s.state = to
 	now := s.m.opts.clock.Now()
 	s.stateSince = now
+	if from == lifecycle.Disconnected {
+		s.idleSince = time.Time{}
+	}
 	switch {
 	case from == lifecycle.Connected && to == lifecycle.Reconnecting:
 		s.st.reconnects.Add(1)
@@ -480,6 +486,10 @@ func (s *slot) installLocked(l *lease) {
 	l.catalog.Generation = s.gen
 	l.catalog.Seal()
 	cfg := s.config()
+	l.lastUse.Store(l.connectedAt.UnixNano())
+	if cfg.spec.IdleTimeout > 0 {
+		s.armIdleLocked(l, cfg.spec.IdleTimeout)
+	}
 	diff, published := s.publishLocked(l.catalog)
 	s.cached = false
 	s.m.cache.save(cfg.cacheKey, l.catalog)
@@ -607,9 +617,54 @@ func (s *slot) detachLocked() *lease {
 	if l != nil {
 		s.lease = nil
 		l.cancel()
+		stopIdleLocked(l)
 		s.lastStderr = stderrOf(l.conn)
 	}
 	return l
+}
+
+// idleLocked closes the runtime of a server that went unused for timeout:
+// detached, it is closed in the background (a stdio child reaped, an HTTP
+// session deleted), and the slot waits in Disconnected, its catalog still
+// published, for the next request to start it under a fresh budget.
+func (s *slot) idleLocked(timeout time.Duration) {
+	l := s.detachLocked()
+	s.budget.Reset()
+	s.nextRetry = time.Time{}
+	s.setStateLocked(lifecycle.Disconnected, fmt.Errorf("%w: no use for %v", ErrIdleTimeout, timeout))
+	s.idleSince = s.stateSince
+	if l != nil {
+		s.goCloseLeaseLocked(l)
+	}
+}
+
+// setIdleTimeout changes the slot's idle timeout in place, with no
+// restart: Apply's way with an entry whose idleTimeout alone changed. A
+// connected runtime's check is re-armed for the new timeout, counted from
+// its last use (from now, if it had no timeout before).
+func (s *slot) setIdleTimeout(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.config()
+	if old.spec.IdleTimeout == d {
+		return
+	}
+	c := *old
+	c.spec.IdleTimeout = d
+	s.cfg.Store(&c)
+	l := s.lease
+	if l == nil {
+		return
+	}
+	if d <= 0 {
+		stopIdleLocked(l)
+		return
+	}
+	now := s.m.opts.clock.Now()
+	if old.spec.IdleTimeout <= 0 {
+		l.lastUse.Store(now.UnixNano()) // not kept up to date until now
+	}
+	s.armIdleLocked(l, time.Unix(0, l.lastUse.Load()).Add(d).Sub(now))
 }
 
 // stderrOf returns the last lines a connection's server wrote to stderr, if
@@ -835,6 +890,8 @@ func (s *slot) statusLocked() ServerStatus {
 	if s.state == lifecycle.NeedsAuthorization {
 		st.AuthorizationURL = s.authURL()
 	}
+	st.IdleTimeout = s.config().spec.IdleTimeout
+	st.IdleSince = s.idleSince
 	if l := s.lease; l != nil {
 		st.ConnectedAt = l.connectedAt
 		st.InFlight = l.inflight.Load()

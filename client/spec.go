@@ -35,6 +35,18 @@ type ServerSpec struct {
 	// Timeout bounds each call that has no earlier deadline. Zero means
 	// only the caller's context bounds it.
 	Timeout time.Duration
+	// IdleTimeout closes the server's runtime once it has gone that long
+	// unused: no request of the host's in flight or ended since, no
+	// notification from the server, no request of the server's being
+	// answered, and no resource subscription (a server the host is
+	// subscribed to is never idle). The runtime is detached and closed as
+	// on Disable (a stdio child is reaped, an HTTP session deleted), the
+	// slot moves to Disconnected with the cause ErrIdleTimeout, and its
+	// catalog stays published; the next request starts it again and waits
+	// for it, as for a lazy server. The Manager's own idle probes do not
+	// count as use. Changing it through Apply takes effect without a
+	// restart. Zero means never.
+	IdleTimeout time.Duration
 	// Reconnect overrides the manager's reconnect policy for this server.
 	Reconnect *lifecycle.Policy
 	// ToolPrefix replaces the server's name in qualified tool names.
@@ -86,6 +98,9 @@ func (s ServerSpec) Validate() error {
 	}
 	if s.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("mcpfleet: spec: timeout: must not be negative, got %v", s.Timeout))
+	}
+	if s.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("mcpfleet: spec: idleTimeout: must not be negative, got %v", s.IdleTimeout))
 	}
 	if s.Reconnect != nil {
 		if err := s.Reconnect.Validate(); err != nil {

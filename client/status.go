@@ -48,4 +48,11 @@ type ServerStatus struct {
 	// AuthorizationURL is where the user authorizes the client while the
 	// server is NeedsAuthorization.
 	AuthorizationURL string
+	// IdleTimeout is the server's ServerSpec.IdleTimeout: how long it may
+	// go unused before its runtime is closed; zero means never.
+	IdleTimeout time.Duration
+	// IdleSince is when the server's runtime was closed for going unused
+	// for IdleTimeout, while it stays Disconnected for that reason (the
+	// next request starts it); zero otherwise.
+	IdleSince time.Time
 }

@@ -2,11 +2,13 @@ package otel
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -48,14 +50,15 @@ func (o *Observer) StateChange(server string, from, to lifecycle.State, gen uint
 }
 
 // endSession records the session of s's runtime generation, which ended at
-// now; cause is why, if a failure ended it.
+// now; cause is why, if a failure ended it. A runtime closed for going
+// idle (client.ErrIdleTimeout) ended without a failure.
 func (o *Observer) endSession(ctx context.Context, s *serverState, srv attribute.KeyValue, now int64, cause error) {
 	var kv [8]attribute.KeyValue
 	attrs := append(kv[:0], srv)
 	if rt := s.runtime.Load(); rt != nil && rt.gen == s.sessionGen {
 		attrs = runtimeAttrs(attrs, &rt.req)
 	}
-	if cause != nil {
+	if cause != nil && !errors.Is(cause, client.ErrIdleTimeout) {
 		attrs = append(attrs, failureType(cause))
 	}
 	o.sessionDur.Record(ctx, seconds(now-s.sessionStart), attrs...)

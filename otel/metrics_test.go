@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -103,6 +104,17 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("after close, servers %v: %d", p.Attributes.ToSlice(), p.Value)
 		}
 	}
+}
+
+// A session closed for going idle ends without an error.type: nothing
+// failed.
+func TestMetricsIdleSession(t *testing.T) {
+	tel := newTelemetry(t)
+	tel.obs.StateChange("s", lifecycle.Connecting, lifecycle.Connected, 1, nil)
+	tel.obs.StateChange("s", lifecycle.Connected, lifecycle.Disconnected, 1,
+		fmt.Errorf("%w: no use for 1m0s", client.ErrIdleTimeout))
+	wantCounts(t, histogram(t, tel.metrics(t), "mcp.client.session.duration"), map[string]uint64{"s/ok": 1},
+		func(a map[string]string) string { return a["mcpfleet.server"] + "/" + sessionEnd(a) })
 }
 
 func sessionEnd(a map[string]string) string {

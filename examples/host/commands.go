@@ -26,7 +26,7 @@ func (h *host) status(w io.Writer) {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tGEN\tTOOLS\tQUARANTINED\tRETRY\tLAST ERROR")
+	fmt.Fprintln(tw, "SERVER\tSTATE\tGEN\tTOOLS\tQUARANTINED\tRETRY\tIDLE\tLAST ERROR")
 	for _, s := range statuses {
 		retry := "-"
 		switch {
@@ -44,10 +44,23 @@ func (h *host) status(w io.Writer) {
 		case s.CatalogError != nil:
 			lastErr = short("catalog: " + s.CatalogError.Error())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n",
-			s.Name, s.State, s.Generation, s.Tools, len(s.Quarantined), retry, lastErr)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n",
+			s.Name, s.State, s.Generation, s.Tools, len(s.Quarantined), retry, idle(s, now), lastErr)
 	}
 	tw.Flush()
+}
+
+// idle says whether the server was closed for going unused ("idle 2m3s":
+// for how long; the next call starts it), or after how long unused it
+// will be ("after 5m0s"); "-" if it has no idle timeout.
+func idle(s client.ServerStatus, now time.Time) string {
+	switch {
+	case s.State == lifecycle.Disconnected && !s.IdleSince.IsZero():
+		return "idle " + now.Sub(s.IdleSince).Round(time.Second).String()
+	case s.IdleTimeout > 0:
+		return "after " + s.IdleTimeout.String()
+	}
+	return "-"
 }
 
 // stats prints every server's counters: requests by outcome, dials,
@@ -305,11 +318,28 @@ func (h *host) reload(ctx context.Context, w io.Writer) {
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	res, applyErr := h.m.Apply(actx, cfg)
 	cancel()
+	old := h.cfg
 	h.cfg = cfg
 	fmt.Fprintf(w, "reload %s: %s\n", h.path, res)
+	// Apply changes an idle timeout in place and does not count it as a
+	// change: say so here.
+	for _, name := range res.Unchanged {
+		before, after := old.Servers[name].IdleTimeout, cfg.Servers[name].IdleTimeout
+		if before != after {
+			fmt.Fprintf(w, "reload: %s idle timeout %s -> %s, in place\n", name, idleText(before), idleText(after))
+		}
+	}
 	if applyErr != nil {
 		fmt.Fprintf(w, "reload: apply: %v\n", applyErr)
 	}
+}
+
+// idleText shows an idle timeout, 0 as "off".
+func idleText(d time.Duration) string {
+	if d <= 0 {
+		return "off"
+	}
+	return d.String()
 }
 
 // short makes an error fit a table cell: its first line, at most 60 runes.

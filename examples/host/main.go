@@ -6,7 +6,7 @@
 //
 //	go run ./examples/host -config mcp.json [-tokens tokens.json]
 //
-//	status                  every server: state, generation, tools, retries, last error
+//	status                  every server: state, generation, tools, retries, idle, last error
 //	tools [server]          qualified tool names with the first line of their description
 //	call <tool> [json]      call a tool by its qualified name with a JSON object of arguments
 //	enable <server>         switch a server on
@@ -26,6 +26,11 @@
 //
 // Timeline lines start with "* " and appear as things happen, between the
 // answers to commands.
+//
+// A server entry with "idleTimeout" (say "5m") has its runtime closed after
+// that long unused: its status row says "idle" and for how long, its tools
+// stay listed, and the next call starts it again. A reload that changes only
+// the idle timeout applies it without a restart.
 package main
 
 import (
@@ -224,7 +229,7 @@ func (h *host) command(ctx context.Context, line string) bool {
 }
 
 const helpText = `commands:
-  status                  every server: state, generation, tools, retries, last error
+  status                  every server: state, generation, tools, retries, idle, last error
   tools [server]          qualified tool names with their descriptions
   call <tool> [json]      call a tool, e.g. call files__read {"path": "/tmp/a"}
   enable <server>         switch a server on

@@ -168,6 +168,65 @@ func TestHost(t *testing.T) {
 	}
 }
 
+// TestHostIdle: a server with an idle timeout is closed once unused for
+// it, the timeline says why, its status row says "idle" and its tools stay
+// listed; a reload that changes only the idle timeout applies it in place;
+// the next call starts the server again, one generation up.
+func TestHostIdle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	idler := func(timeout string) map[string]any {
+		e := stdioEntry(faultserver.ModeNormal)
+		e["idleTimeout"] = timeout
+		return e
+	}
+	writeConfig(t, path, map[string]any{"a": stdioEntry(faultserver.ModeNormal), "i": idler("300ms")})
+	stdin, in := io.Pipe()
+	out := newLineLog()
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, []string{"-config", path}, stdin, out) }()
+	h := &driver{t: t, ctx: ctx, in: in, out: out}
+
+	h.expectEvent(" a Connecting -> Connected (generation 1)")
+	h.expectEvent(" i Connecting -> Connected (generation 1)")
+	h.expectEvent(" i Connected -> Disconnected (generation 1): idle timeout: no use for 300ms")
+	h.send("status")
+	h.expect("SERVER", "STATE", "RETRY", "IDLE", "LAST ERROR")
+	h.expectRow("a", "Connected", "1", "5", "0", "-", "-", "-")
+	h.expectRow("i", "Disconnected", "1", "5", "0", "-", "idle")
+	h.send("tools i")
+	h.expect("i__echo")
+
+	writeConfig(t, path, map[string]any{"a": stdioEntry(faultserver.ModeNormal), "i": idler("1h")})
+	h.send("reload")
+	h.expect("reload " + path + ": no changes")
+	h.expect("reload: i idle timeout 300ms -> 1h0m0s, in place")
+
+	h.send(`call i__echo {"text":"back"}`)
+	h.expect("call i__echo: ok")
+	h.expectLine("  back")
+	h.expectEvent(" i Disconnected -> Connecting (generation 1)")
+	h.expectEvent(" i Connecting -> Connected (generation 2)")
+	h.send("status")
+	h.expectRow("i", "Connected", "2", "5", "0", "-", "after", "1h0m0s")
+
+	h.send("quit")
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out)
+		}
+	case <-ctx.Done():
+		t.Fatalf("run did not return after quit\n%s", out)
+	}
+	in.Close()
+	proctest.NoChildren(t)
+	if t.Failed() || testing.Verbose() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
 // TestHostEOF checks that the end of stdin quits like quit does, and that
 // a config file that does not parse stops the host with an error naming it.
 func TestHostEOF(t *testing.T) {

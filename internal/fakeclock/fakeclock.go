@@ -19,6 +19,7 @@ type Clock struct {
 type timer struct {
 	at      time.Time
 	c       chan time.Time
+	f       func() // AfterFunc's: run instead of sending on c
 	stopped bool
 }
 
@@ -57,7 +58,32 @@ func (c *Clock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	return t.c, stop
 }
 
-// Advance moves the clock forward by d and fires every timer that is due.
+// AfterFunc runs f in its own goroutine once the clock has been advanced
+// by d (at once if d <= 0), unless stop is called first; stop reports
+// whether it stopped the call. It counts as a pending timer until then.
+func (c *Clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &timer{at: c.now.Add(d), f: f}
+	if d <= 0 {
+		t.stopped = true
+		go f()
+	} else {
+		c.timers = append(c.timers, t)
+	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !t.stopped
+		t.stopped = true
+		return was
+	}
+}
+
+// Advance moves the clock forward by d and fires every timer that is due
+// (an AfterFunc's function starts in its own goroutine).
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,7 +94,11 @@ func (c *Clock) Advance(d time.Duration) {
 		case t.stopped:
 		case !t.at.After(c.now):
 			t.stopped = true
-			t.c <- c.now
+			if t.f != nil {
+				go t.f()
+			} else {
+				t.c <- c.now
+			}
 		default:
 			kept = append(kept, t)
 		}

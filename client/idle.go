@@ -1,0 +1,139 @@
+package client
+
+import (
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// Idle shutdown (ServerSpec.IdleTimeout). A connected runtime under an idle
+// timeout has one check armed on the Manager's clock: no goroutine waits
+// for it, and nothing on the call path touches it. Uses only stamp the
+// lease's lastUse (a request ending, a notification, a request of the
+// server's answered); the check, when it fires, looks at the lease under
+// the slot's lock and either closes the runtime or arms itself again for
+// when the server could next be idle. A busy server (a request in flight,
+// a server request being answered, a resource subscription) is looked at
+// again a whole timeout later.
+
+// idleVerdict is what one idle check found, for tests (Manager.onIdle).
+type idleVerdict int
+
+const (
+	idleNotYet     idleVerdict = iota // used within the timeout: checked again when it could be idle
+	idleBusy                          // a request in flight or a server request pending
+	idleSubscribed                    // the host is subscribed to a resource of the server
+	idleClosed                        // idle: the runtime was closed
+)
+
+var idleVerdictNames = [...]string{"not yet", "busy", "subscribed", "closed"}
+
+func (v idleVerdict) String() string { return idleVerdictNames[v] }
+
+// used records a use of l, if its server has an idle timeout: a request
+// ended, a notification came, a server request was answered.
+func (l *lease) used() {
+	if l.slot.config().spec.IdleTimeout > 0 {
+		l.lastUse.Store(l.slot.m.opts.clock.Now().UnixNano())
+	}
+}
+
+// release ends a request that acquire registered on l.
+func (l *lease) release() {
+	l.used() // before the count drops, so a check that sees none in flight sees the stamp
+	l.inflight.Add(-1)
+	l.calls.Done()
+}
+
+// armIdleLocked (re)arms l's idle check to run after d, replacing the one
+// armed. The slot's lock is held, and l is the slot's lease.
+func (s *slot) armIdleLocked(l *lease, d time.Duration) {
+	stopIdleLocked(l)
+	l.idleSeq++
+	seq := l.idleSeq
+	l.idleStop = s.m.afterFunc(max(d, 0), func() { s.idleCheck(l, seq) })
+}
+
+// stopIdleLocked disarms l's idle check, if one is armed. The slot's lock
+// is held.
+func stopIdleLocked(l *lease) {
+	if l.idleStop != nil {
+		l.idleStop()
+		l.idleStop = nil
+	}
+}
+
+// idleCheck runs when l's idle check fires: it closes l's runtime if the
+// server went unused for its idle timeout, or arms the check again.
+func (s *slot) idleCheck(l *lease, seq uint64) {
+	s.mu.Lock()
+	if s.lease != l || l.idleSeq != seq {
+		s.mu.Unlock() // detached, or re-armed since
+		return
+	}
+	l.idleStop = nil
+	timeout := s.config().spec.IdleTimeout
+	if timeout <= 0 {
+		s.mu.Unlock() // turned off since
+		return
+	}
+	var v idleVerdict
+	now := s.m.opts.clock.Now()
+	switch {
+	case len(s.subs) > 0:
+		v = idleSubscribed
+		s.armIdleLocked(l, timeout)
+	case l.inflight.Load() > 0 || l.serving.Load() > 0:
+		v = idleBusy
+		s.armIdleLocked(l, timeout)
+	default:
+		if wait := time.Unix(0, l.lastUse.Load()).Add(timeout).Sub(now); wait > 0 {
+			v = idleNotYet
+			s.armIdleLocked(l, wait)
+		} else {
+			v = idleClosed
+			s.idleLocked(timeout)
+		}
+	}
+	s.mu.Unlock()
+	if h := s.m.onIdle; h != nil {
+		h(s, v)
+	}
+}
+
+// clockAfterFunc is a lifecycle.Clock that can run a function once a
+// duration has passed without a goroutine waiting for it (the test clock
+// can).
+type clockAfterFunc interface {
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// afterFunc runs f in a goroutine of its own once d has passed on the
+// Manager's clock, unless the returned stop is called first. Only a clock
+// of the host's own that cannot schedule a function costs a goroutine
+// while the wait lasts. It is called with a slot's lock held and that
+// slot's lease current, so Close has not begun to wait for m.wg.
+func (m *Manager) afterFunc(d time.Duration, f func()) (stop func() bool) {
+	switch c := m.opts.clock.(type) {
+	case lifecycle.SystemClock:
+		return time.AfterFunc(d, f).Stop
+	case clockAfterFunc:
+		return c.AfterFunc(d, f)
+	}
+	ch, stopTimer := m.opts.clock.NewTimer(d)
+	quit := make(chan struct{})
+	var once sync.Once
+	m.wg.Go(func() {
+		select {
+		case <-ch:
+			f()
+		case <-quit:
+		case <-m.ctx.Done():
+		}
+	})
+	return func() bool {
+		once.Do(func() { close(quit) })
+		return stopTimer()
+	}
+}
