@@ -86,7 +86,9 @@ type Conn struct {
 // is killed and reaped before Dial returns.
 //
 // Dial fails with ErrCommandNotFound, ErrNotExecutable or ErrDirNotFound
-// (each naming the command or directory) when the process cannot start.
+// (each naming the command or directory) when the process cannot start,
+// and with ErrOutOfResources when the host has no file descriptor or
+// process to spare for it; a failed Dial leaves nothing running or open.
 func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
