@@ -5,7 +5,11 @@ package client
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,6 +110,7 @@ func TestStdioScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	ignore := goleak.IgnoreCurrent()
+	threadsBefore := threads(t)
 	fdsBefore, err := proctest.OpenFiles()
 	if err != nil {
 		t.Fatal(err)
@@ -142,9 +147,15 @@ func TestStdioScale(t *testing.T) {
 	}
 	st := m.Stats().Total
 	t.Logf("%d servers: Add %v, all Connected after %v; %d dials (%d failed), at most %d at once (limit %d); "+
-		"%d open files (%.1f a server), %d child processes",
+		"%d open files (%.1f a server), %d child processes, %d threads (%d before), %d goroutines",
 		n, added, took, st.Dials, st.DialFailures, dc.peak.Load(), limit,
-		len(fdsConnected), float64(len(fdsConnected)-len(fdsBefore))/n, len(kids))
+		len(fdsConnected), float64(len(fdsConnected)-len(fdsBefore))/n, len(kids),
+		threads(t), threadsBefore, runtime.NumGoroutine())
+	// One OS thread a child at most (its exit watcher's wait), and some to
+	// spare for what the dials left idle.
+	if th := threads(t) - threadsBefore; th > n+100 {
+		t.Errorf("%d more threads with %d children, want at most one a child", th, n)
+	}
 	if p := dc.peak.Load(); p > limit || p < 2 {
 		t.Errorf("at most %d dials at once, want 2..%d (WithMaxConcurrentDials)", p, limit)
 	}
@@ -184,6 +195,26 @@ func TestStdioScale(t *testing.T) {
 		t.Errorf("open files %v before, %v after Close", fdsBefore, fdsAfter)
 	}
 	goleak.VerifyNone(t, ignore)
+}
+
+// threads returns how many OS threads this process has.
+func threads(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no Threads line in /proc/self/status")
+	return 0
 }
 
 // connected counts the Connected servers.
