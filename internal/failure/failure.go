@@ -60,3 +60,27 @@ func Broken(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &netErr) && !netErr.Timeout()
 }
+
+// Exhausted reports whether err says the host ran out of something it
+// needs to start or reach a server: file descriptors (EMFILE: the
+// process's own limit, RLIMIT_NOFILE; ENFILE: the system's), processes or
+// threads (EAGAIN from fork: RLIMIT_NPROC or the system's limit), or
+// memory (ENOMEM). Such a failure says nothing about the server, and the
+// same attempt can succeed once the host has let go of what it holds: it
+// is transient, and a dial that fails with it is retried on its backoff
+// like any other. Context errors are not.
+func Exhausted(err error) bool {
+	if err == nil || Context(err) {
+		return false
+	}
+	for _, e := range exhausted {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// exhausted are the errors Exhausted looks for: the POSIX ones, which
+// every OS's syscall package names, and the OS's own (exhaustedOS).
+var exhausted = append([]error{syscall.EMFILE, syscall.ENFILE, syscall.EAGAIN, syscall.ENOMEM}, exhaustedOS...)

@@ -47,3 +47,39 @@ func TestClassification(t *testing.T) {
 		}
 	}
 }
+
+// TestExhausted: running out of file descriptors, processes or memory, at
+// whichever step of a spawn or a connect, is told apart from everything
+// else by the wrapped errno alone, never by the text; a context error
+// beside it still decides.
+func TestExhausted(t *testing.T) {
+	pipe := os.NewSyscallError("pipe2", syscall.EMFILE)
+	fork := &os.PathError{Op: "fork/exec", Path: "/usr/bin/server", Err: syscall.EAGAIN}
+	socket := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"pipe: EMFILE", fmt.Errorf("dial: pipe: %w", pipe), true},
+		{"fork/exec: EAGAIN (RLIMIT_NPROC)", fmt.Errorf("start: %w", fork), true},
+		{"fork/exec: ENOMEM", &os.PathError{Op: "fork/exec", Path: "/usr/bin/server", Err: syscall.ENOMEM}, true},
+		{"system file table full", os.NewSyscallError("pipe2", syscall.ENFILE), true},
+		{"socket: EMFILE", transport.NewError(socket), true},
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false},
+		{"not found", &os.PathError{Op: "fork/exec", Path: "/nope", Err: syscall.ENOENT}, false},
+		{"EOF", io.EOF, false},
+		{"only the text", errors.New("too many open files"), false},
+		{"canceled while out of files", errors.Join(context.Canceled, pipe), false},
+	} {
+		if got := Exhausted(c.err); got != c.want {
+			t.Errorf("%s: Exhausted(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+	// A dial that failed for lack of a socket also never reached the
+	// server, so a request on it is safe to send again.
+	if !NeverSent(socket) {
+		t.Errorf("NeverSent(%v) = false", socket)
+	}
+}

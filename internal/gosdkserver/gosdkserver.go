@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +37,22 @@ func Command() Invocation {
 		// A -race binary sleeps a second at exit unless told not to.
 		"GORACE": strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0"),
 	}}
+}
+
+// Build builds the server as a program of its own (cmd/gosdkserver) into
+// dir and returns how to start it. The build leaves out the race detector
+// even when the test binary has it, which is what a test that starts
+// hundreds of servers needs: a child that is the race-enabled test binary
+// takes four times the memory (39 MiB resident against 9.5 MiB) and several
+// times as long to start. It runs the go command, from the build cache
+// after the first time.
+func Build(dir string) (Invocation, error) {
+	bin := filepath.Join(dir, "gosdkserver")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpfleet/mcpfleet/internal/gosdkserver/cmd/gosdkserver").CombinedOutput()
+	if err != nil {
+		return Invocation{}, fmt.Errorf("gosdkserver: go build: %v\n%s", err, out)
+	}
+	return Invocation{Path: bin}, nil
 }
 
 // EchoInput is the argument of the echo tool.

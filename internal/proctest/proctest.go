@@ -15,9 +15,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -239,4 +242,93 @@ func poll(ctx context.Context, cond func() (bool, error)) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// OpenFiles lists the file descriptors this process has open, in
+// increasing order (the one it used to read them left out).
+func OpenFiles() ([]int, error) {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	self := int(d.Fd())
+	var fds []int
+	for _, n := range names {
+		if fd, err := strconv.Atoi(n); err == nil && fd != self {
+			fds = append(fds, fd)
+		}
+	}
+	slices.Sort(fds)
+	return fds, nil
+}
+
+// LimitOpenFiles lowers this process's soft RLIMIT_NOFILE so that exactly
+// free more file descriptors can be opened, and returns a function that
+// puts the limit back. Descriptors already open above the new limit (a
+// test runner's, inherited) stay usable; new ones take the lowest free
+// numbers, and only numbers below the limit. The limit is the whole
+// process's: lower it only in a process of its own (see Subprocess),
+// never beside other tests.
+func LimitOpenFiles(free int) (restore func() error, err error) {
+	var orig syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
+		return nil, err
+	}
+	fds, err := OpenFiles()
+	if err != nil {
+		return nil, err
+	}
+	// The least limit with free numbers below it that no descriptor holds.
+	lim := orig
+	lim.Cur = 0
+	for spare := 0; spare < free; lim.Cur++ {
+		if _, open := slices.BinarySearch(fds, int(lim.Cur)); !open {
+			spare++
+		}
+	}
+	if lim.Cur > orig.Cur {
+		return nil, fmt.Errorf("proctest: %d more open files would pass the limit %d", free, orig.Cur)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return nil, err
+	}
+	return func() error { return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &orig) }, nil
+}
+
+// Subprocess runs the calling test alone in a new process: the test binary
+// re-executed for that test only, with env set to its name. It returns
+// true in that process, where the caller goes on with the test's body, and
+// false in the calling one, after the run, which fails t unless the test
+// passed there. It is for tests that change what belongs to the whole
+// process (a resource limit) and so must not run beside others.
+func Subprocess(t *testing.T, env string) bool {
+	t.Helper()
+	if os.Getenv(env) == t.Name() {
+		return true
+	}
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	timeout := 10 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		timeout = time.Until(d) * 9 / 10
+	}
+	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.count=1", "-test.v",
+		"-test.timeout="+timeout.String())
+	cmd.Env = append(os.Environ(), env+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s in a process of its own:\n%s", t.Name(), out)
+	if err != nil {
+		t.Fatalf("%s in a process of its own: %v", t.Name(), err)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+t.Name()+" ") {
+		t.Fatalf("%s in a process of its own: did not run", t.Name())
+	}
+	return false
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 
+	"github.com/mcpfleet/mcpfleet/internal/failure"
 	"github.com/mcpfleet/mcpfleet/internal/frame"
 )
 
@@ -85,7 +86,9 @@ type Conn struct {
 // is killed and reaped before Dial returns.
 //
 // Dial fails with ErrCommandNotFound, ErrNotExecutable or ErrDirNotFound
-// (each naming the command or directory) when the process cannot start.
+// (each naming the command or directory) when the process cannot start,
+// and with ErrOutOfResources when the host has no file descriptor or
+// process to spare for it; a failed Dial leaves nothing running or open.
 func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -109,7 +112,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	for i := 0; i < len(pipes); i += 2 {
 		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
 			closeFiles(pipes[:]...)
-			return nil, fmt.Errorf("mcpfleet: stdio: dial %s: pipe: %w", spec.Command, err)
+			return nil, spawnError(spec, err)
 		}
 	}
 	stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
@@ -138,7 +141,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		closeFiles(stdinW, stdoutR, stderrR)
-		return nil, fmt.Errorf("mcpfleet: stdio: start %s: %w", spec, err)
+		return nil, spawnError(spec, err)
 	}
 
 	c := &Conn{
@@ -474,6 +477,8 @@ func resolve(spec Spec) (string, error) {
 // is neither a binary nor a script.
 func startError(spec Spec, path string, err error) error {
 	switch {
+	case failure.Exhausted(err):
+		return spawnError(spec, err)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %q (or the interpreter its #! line names): %w", ErrCommandNotFound, path, err)
 	case errors.Is(err, fs.ErrPermission), isExecFormatError(err):

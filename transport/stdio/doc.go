@@ -41,6 +41,15 @@
 //   - macOS, the BSDs: nothing ties a child to the host's life; a child
 //     that does not exit on stdin EOF outlives a killed host.
 //
+// What a child costs the host: on Linux, six file descriptors (our ends of
+// its three pipes, its pidfd, its guard's pipe and pidfd) and two
+// processes (the child and its guard). A spawn that finds none left (the
+// host's RLIMIT_NOFILE or RLIMIT_NPROC, the system's limits, memory) fails
+// with ErrOutOfResources, which says what ran out and wraps the OS's
+// error, and leaves nothing behind: no descriptor, no process, no guard,
+// no goroutine. Nothing is wrong with the server then, so the Manager
+// retries such a dial on its backoff like any other.
+//
 // A Registry (OpenRegistry, WithRegistry) is the fallback everywhere: it
 // records each child's process group, with its leader's start time, in a
 // state file of the host's choosing, and the next Registry opened on that

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+
+	"github.com/mcpfleet/mcpfleet/internal/failure"
 )
 
 // Sentinel errors, wrapped with %w by Dial and Err so callers can tell the
@@ -19,12 +21,30 @@ var (
 	// ErrDirNotFound: the working directory does not exist or is not a
 	// directory.
 	ErrDirNotFound = errors.New("mcpfleet: stdio: working directory not found")
+	// ErrOutOfResources: the host ran out of something a spawn needs: file
+	// descriptors (its own limit, RLIMIT_NOFILE, or the system's), processes
+	// (RLIMIT_NPROC) or memory. The message says which, and the OS's error
+	// is wrapped too (errors.Is(err, syscall.EMFILE) holds). It says nothing
+	// about the server: the same Dial can succeed once the host has let go
+	// of what it holds, so an owner retries it on its backoff.
+	ErrOutOfResources = errors.New("mcpfleet: stdio: out of resources")
 	// ErrExited is matched by every error Err returns: the process is gone.
 	ErrExited = errors.New("mcpfleet: stdio: process exited")
 	// ErrClosed is matched by Err when the process ended because Close was
 	// called, so a deliberate teardown is not mistaken for a crash.
 	ErrClosed = errors.New("mcpfleet: stdio: closed")
 )
+
+// spawnError is the error of a Dial whose spawn failed (making the pipes,
+// starting the process or its guard): if the host is out of file
+// descriptors, processes or memory, one that wraps ErrOutOfResources and
+// says what ran out; otherwise err, naming the command.
+func spawnError(spec Spec, err error) error {
+	if failure.Exhausted(err) {
+		return fmt.Errorf("%w: %s: start %s: %w", ErrOutOfResources, ranOut(err), spec.Command, err)
+	}
+	return fmt.Errorf("mcpfleet: stdio: start %s: %w", spec, err)
+}
 
 // errTailLines and errTailBytes bound the stderr quoted in an ExitError's
 // message; the full recent stderr is in ExitError.Stderr and Conn.Stderr.

@@ -87,9 +87,10 @@ const guardName = "mcpfleet-stdio-guard"
 // guard is the process that ends the child's group when the host dies.
 // Its zero value is no guard.
 type guard struct {
-	w     *os.File      // the write end only the host holds; closing it ends the group
-	armed chan struct{} // closed once the guard has set its traps
-	done  chan struct{} // closed once the guard was reaped
+	w        *os.File      // the write end only the host holds; closing it ends the group
+	armed    chan struct{} // closed once the guard has set its traps
+	released chan struct{} // closed by release, with w
+	done     chan struct{} // closed once the guard was reaped
 }
 
 // sysProcAttr puts the child in a process group of its own, so that Close
@@ -148,7 +149,7 @@ func startGuard(pgid int, logger *slog.Logger) (guard, error) {
 		closeFiles(stdinW, armedR)
 		return guard{}, fmt.Errorf("guard: start %s: %w", guardShell, err)
 	}
-	g := guard{w: stdinW, armed: make(chan struct{}), done: make(chan struct{})}
+	g := guard{w: stdinW, armed: make(chan struct{}), released: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
 		// Ends at the latest when the guard exits, which closes its end.
@@ -156,6 +157,14 @@ func startGuard(pgid int, logger *slog.Logger) (guard, error) {
 		_ = armedR.Close()
 		if string(b) == guardArmed {
 			close(g.armed)
+			// An armed guard lives until it is released or its group is
+			// killed, which the exit watcher follows with the release at
+			// once. Reap it after that: a Wait holds an OS thread for as
+			// long as it waits (waitid blocks), which would be one thread
+			// per child for the child's whole life, and Go ends a program
+			// at 10,000 threads. One killed from outside meanwhile stays a
+			// zombie until then.
+			<-g.released
 		}
 		err := cmd.Wait()
 		// A guard killed before it armed went with its group (a Dial
@@ -175,6 +184,7 @@ func (g *guard) release() {
 	if g.w != nil {
 		_ = g.w.Close()
 		g.w = nil
+		close(g.released)
 	}
 }
 

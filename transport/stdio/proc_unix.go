@@ -10,6 +10,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/failure"
 )
 
 // killName names the kill in errors, as the OS calls it.
@@ -30,15 +32,25 @@ type tree struct {
 
 // newTree returns the tree of a child started with sysProcAttr. Setpgid
 // made the group before the child ran any code of its own. It starts the
-// group's guard; a guard that cannot start is logged and done without, as
-// the child runs correctly without it (it only outlives a killed host), so
-// newTree never fails on Unix.
+// group's guard; a guard that cannot start (no /bin/sh) is logged and done
+// without, as the child runs correctly without it (it only outlives a
+// killed host).
+//
+// Except when the host is out of file descriptors or processes: then
+// newTree kills the group and fails, and Dial with it (the caller reaps the
+// child). The child would run unguarded for its whole life for a shortage
+// that is likely over by the next attempt, and the host's next spawn would
+// most likely fail anyway.
 func newTree(p *os.Process, logger *slog.Logger) (tree, error) {
 	if testHookNoGuard {
 		return tree{pgid: p.Pid}, nil
 	}
 	g, err := startGuard(p.Pid, logger)
 	if err != nil {
+		if failure.Exhausted(err) {
+			_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+			return tree{}, err
+		}
 		logger.Warn("mcpfleet: stdio: the process group will not die with the host", "pid", p.Pid, "error", err)
 	}
 	return tree{pgid: p.Pid, guard: g}, nil
@@ -92,6 +104,26 @@ func checkExecutable(path string) error {
 		return fmt.Errorf("%w: %q has no execute permission", ErrNotExecutable, path)
 	}
 	return nil
+}
+
+// ranOut says what the host ran out of, and which limit it reached; err
+// is one that failure.Exhausted reports.
+func ranOut(err error) string {
+	switch {
+	case errors.Is(err, syscall.EMFILE):
+		var l syscall.Rlimit
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil {
+			return fmt.Sprintf("too many open files in the host process (its limit, RLIMIT_NOFILE, is %d)", l.Cur)
+		}
+		return "too many open files in the host process (RLIMIT_NOFILE)"
+	case errors.Is(err, syscall.ENFILE):
+		return "too many open files in the system"
+	case errors.Is(err, syscall.EAGAIN):
+		return "too many processes (the host user's RLIMIT_NPROC, or the system's limit on processes or threads)"
+	case errors.Is(err, syscall.ENOMEM):
+		return "out of memory"
+	}
+	return "out of resources"
 }
 
 // isExecFormatError reports the exec error of a file that is neither a

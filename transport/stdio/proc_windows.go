@@ -175,6 +175,18 @@ func checkExecutable(path string) error {
 	return fmt.Errorf("%w: %q has no extension from PATHEXT", ErrNotExecutable, path)
 }
 
+// ranOut says what the host ran out of; err is one that failure.Exhausted
+// reports.
+func ranOut(err error) string {
+	switch {
+	case errors.Is(err, windows.ERROR_TOO_MANY_OPEN_FILES):
+		return "too many open handles in the host process"
+	case errors.Is(err, windows.ERROR_NO_SYSTEM_RESOURCES):
+		return "out of system resources"
+	}
+	return "out of memory"
+}
+
 // isExecFormatError reports the error CreateProcess gives for a file that
 // is not a program.
 func isExecFormatError(err error) bool { return errors.Is(err, windows.ERROR_BAD_EXE_FORMAT) }
