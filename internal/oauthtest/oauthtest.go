@@ -137,7 +137,9 @@ func (s *Server) Registrations() int64 { return s.registrations.Load() }
 
 // ExpireAccessTokens makes every access token issued so far invalid, as if
 // they had expired, while the client still thinks them good.
-func (s *Server) ExpireAccessTokens() { s.tokens.removeAll(func(ti oauth2.TokenInfo) bool { return ti.GetAccess() != "" }, true) }
+func (s *Server) ExpireAccessTokens() {
+	s.tokens.removeAll(func(ti oauth2.TokenInfo) bool { return ti.GetAccess() != "" }, true)
+}
 
 // RevokeRefreshTokens revokes every refresh token (and the access tokens
 // with them): the user must authorize again.
