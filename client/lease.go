@@ -125,11 +125,35 @@ func (s *slot) refresh(l *lease) {
 	if which == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, s.m.opts.dialTimeout)
+	ctx, cancel := l.watcherCtx(s.m.opts.dialTimeout)
 	defer cancel()
 	var fresh catalog.Catalog
 	err := fetchLists(ctx, l.client, l.catalog.Capabilities, which, s.config().limits, &fresh)
+	if connErr(l.conn) != nil {
+		return // the watcher reports the death next
+	}
 	s.applyRefresh(l, which, &fresh, err)
+}
+
+// watcherCtx is the context of a request the watcher itself makes on l (a
+// catalog refresh, an idle probe). It ends after timeout, at detach, and
+// as soon as the connection is known dead: the watcher is the one that
+// notices that death, and while it waits for an answer it notices nothing,
+// and an answer on a dead connection may never come (mcp-go's SSE
+// transport waits for it on a stream that is gone). The helper goroutine
+// lives as long as the request; cancel waits for it.
+func (l *lease) watcherCtx(timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(l.ctx, timeout)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-l.conn.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(); <-done }
 }
 
 // markAnswered records that the server answered a request on l. It stores

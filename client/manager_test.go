@@ -553,6 +553,36 @@ func TestToolNameCollisionQuarantinesTheNewcomer(t *testing.T) {
 	}
 }
 
+// A connection that dies while its catalog refresh waits for an answer is
+// noticed at once, not when the refresh times out: mcp-go's SSE transport
+// waits for an answer on a stream that is gone, and the watcher that runs
+// the refresh is the one that notices the death (TestHTTPRestart's
+// everything-sse case hung on this under load).
+func TestConnDeathDuringRefreshIsNoticed(t *testing.T) {
+	ts := newTestServer()
+	m := newTestManager(t, WithDialTimeout(time.Hour)) // the refresh's own bound
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+	mustWait(t, m, "s", lifecycle.Connected)
+	base := ts.listCalls.Load()
+
+	gate := make(chan struct{}) // tools/list waits for it or its context
+	ts.listGate.Store(&gate)
+	ts.MCPServer().SendNotificationToAllClients("notifications/tools/list_changed", nil)
+	waitCount(t, &ts.listCalls, base+1) // the refresh waits at the gate
+	ts.Kill(nil)
+	rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting")
+	ts.listGate.Store(nil)
+	close(gate)
+	mustWait(t, m, "s", lifecycle.Connected)
+	if _, ok := m.View().Tool("s__echo"); !ok {
+		t.Fatal("the catalog was lost")
+	}
+	if st, _ := m.Status("s"); st.CatalogError != nil {
+		t.Fatalf("the refresh that the death ended was recorded as a catalog error: %v", st.CatalogError)
+	}
+}
+
 func TestListChangedStormCoalesces(t *testing.T) {
 	ts := newTestServer()
 	m := newTestManager(t)

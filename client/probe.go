@@ -32,7 +32,7 @@ func (s *slot) idleTick(l *lease) {
 	if t := s.config().spec.Timeout; t > 0 {
 		timeout = t
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, timeout)
+	ctx, cancel := l.watcherCtx(timeout)
 	defer cancel()
 	err := probe(ctx, l.client)
 	if h := s.m.onProbe; h != nil {
@@ -43,6 +43,8 @@ func (s *slot) idleTick(l *lease) {
 		return
 	case l.ctx.Err() != nil:
 		return // detached meanwhile
+	case connErr(l.conn) != nil:
+		return // dead: the watcher reports it next
 	case ctx.Err() != nil:
 		s.timedOut(l, fmt.Errorf("idle probe: %w", err))
 		return
