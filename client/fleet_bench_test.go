@@ -112,7 +112,7 @@ func managerFleet(tb testing.TB, m *client.Manager, srvs []*server.MCPServer) {
 // settled returns the number of goroutines once it stops falling (the
 // connect loops end just after their server is published) and the memory
 // in use after a full collection: live heap and goroutine stacks.
-func settled() (goroutines int, mem uint64) {
+func settled() (goroutines int, heap, stack uint64) {
 	goroutines = runtime.NumGoroutine()
 	for still := 0; still < 5; {
 		time.Sleep(2 * time.Millisecond)
@@ -126,28 +126,40 @@ func settled() (goroutines int, mem uint64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return goroutines, ms.HeapAlloc + ms.StackInuse
+	return goroutines, ms.HeapAlloc, ms.StackInuse
 }
 
 // fleetMetrics accumulates what a connected fleet holds, per server.
 type fleetMetrics struct {
-	runs            int
-	mem, goroutines float64
+	runs                    int
+	heap, stack, goroutines float64
+	cpu                     time.Duration // process CPU time while timed
+	g0                      int
+	h0, s0                  uint64
 }
 
-func (f *fleetMetrics) add(n int, g0 int, h0 uint64) {
-	g, h := settled()
+// before takes the process's measure before a fleet is built.
+func (f *fleetMetrics) before() { f.g0, f.h0, f.s0 = settled() }
+
+// after adds what the fleet of n servers holds beyond it.
+func (f *fleetMetrics) after(n int) {
+	g, h, s := settled()
 	f.runs++
-	f.mem += (float64(h) - float64(h0)) / float64(n)
-	f.goroutines += float64(g-g0) / float64(n)
+	f.heap += (float64(h) - float64(f.h0)) / float64(n)
+	f.stack += (float64(s) - float64(f.s0)) / float64(n)
+	f.goroutines += float64(g-f.g0) / float64(n)
 }
 
 func (f *fleetMetrics) report(b *testing.B) {
 	if f.runs == 0 {
 		return
 	}
-	b.ReportMetric(f.mem/float64(f.runs), "mem-B/server")
-	b.ReportMetric(f.goroutines/float64(f.runs), "goroutines/server")
+	r := float64(f.runs)
+	b.ReportMetric(f.heap/r, "heap-B/server")
+	b.ReportMetric(f.stack/r, "stack-B/server")
+	b.ReportMetric((f.heap+f.stack)/r, "mem-B/server")
+	b.ReportMetric(f.goroutines/r, "goroutines/server")
+	b.ReportMetric(float64(f.cpu)/r, "cpu-ns/op")
 }
 
 // BenchmarkFleetConnect connects N in-process servers (ten tools each)
@@ -166,11 +178,13 @@ func BenchmarkFleetConnect(b *testing.B) {
 				var fm fleetMetrics
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					g0, h0 := settled()
+					fm.before()
 					b.StartTimer()
+					cpu := client.ProcessCPUTime()
 					clients := rawFleet(b, srvs)
+					fm.cpu += client.ProcessCPUTime() - cpu
 					b.StopTimer()
-					fm.add(n, g0, h0)
+					fm.after(n)
 					closeRaw(clients)
 					b.StartTimer()
 				}
@@ -180,12 +194,14 @@ func BenchmarkFleetConnect(b *testing.B) {
 				var fm fleetMetrics
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					g0, h0 := settled()
+					fm.before()
 					b.StartTimer()
+					cpu := client.ProcessCPUTime()
 					m := client.New()
 					managerFleet(b, m, srvs)
+					fm.cpu += client.ProcessCPUTime() - cpu
 					b.StopTimer()
-					fm.add(n, g0, h0)
+					fm.after(n)
 					if err := m.Close(); err != nil {
 						b.Fatal(err)
 					}
