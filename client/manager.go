@@ -37,10 +37,6 @@ type Manager struct {
 	mu     sync.RWMutex // guards slots and closed
 	slots  map[string]*slot
 	closed bool
-	// closing is set by Close, under mu, as it takes the slots: from then
-	// on a slot that becomes Closed leaves its catalog for Close to
-	// unpublish with all the others (Publisher.Clear).
-	closing atomic.Bool
 	// closeDone is closed when the first Close has finished; later ones
 	// wait for it.
 	closeDone chan struct{}
@@ -300,11 +296,10 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 // runtimes, if any. Calls after Close fail with ErrClosed. A second Close
 // returns nil once the first has finished.
 //
-// Every server is moved to Closed first, one after another (cheap: each
-// under its own lock alone), and their catalogs are unpublished together,
-// in one View rather than one per server. Their runtimes are then closed
-// concurrently, at most closeWorkers at a time, each bounded by the drain
-// and close timeouts.
+// Every server is moved to Closed first, and their catalogs are
+// unpublished together, in one View rather than one per server. Their
+// runtimes are then closed concurrently, at most closeWorkers at a time,
+// each bounded by the drain and close timeouts.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -313,7 +308,6 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
-	m.closing.Store(true)
 	slots := m.slots
 	m.slots = map[string]*slot{}
 	m.mu.Unlock()
@@ -323,23 +317,30 @@ func (m *Manager) Close() error {
 		l    *lease
 		done bool // already Closed: another shutdown is closing it
 	}
-	jobs := make([]job, 0, len(slots))
+	// With every slot locked (in name order, as Watch takes them), the
+	// catalogs are unpublished at once and then each slot is moved to
+	// Closed: no one sees a Closed server still published, nor a live one
+	// unpublished. The slots' own Unpublish then finds nothing to do.
+	sorted := make([]*slot, 0, len(slots))
 	for _, s := range slots {
+		sorted = append(sorted, s)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	for _, s := range sorted {
 		s.mu.Lock()
+	}
+	diffs := m.pub.Clear()
+	jobs := make([]job, 0, len(sorted))
+	for _, s := range sorted {
 		if s.state == lifecycle.Closed {
 			jobs = append(jobs, job{s: s, done: true})
 		} else {
 			jobs = append(jobs, job{s: s, l: s.stopLocked(lifecycle.Closed)})
 		}
-		s.mu.Unlock()
-	}
-	diffs := m.pub.Clear()
-	for _, j := range jobs {
-		if d, ok := diffs[j.s.name]; ok && !d.Empty() {
-			j.s.mu.Lock()
-			j.s.emitLocked(catalogEvent(d))
-			j.s.mu.Unlock()
+		if d, ok := diffs[s.name]; ok && !d.Empty() {
+			s.emitLocked(catalogEvent(d))
 		}
+		s.mu.Unlock()
 	}
 
 	var (

@@ -212,9 +212,7 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	s.emitLocked(e)
 	if from.Publishes() && !to.Publishes() {
 		s.cached = false
-		if to == lifecycle.Closed && s.m.closing.Load() {
-			// Close unpublishes every server at once.
-		} else if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
+		if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
 			s.emitLocked(catalogEvent(d))
 		}
 	}
