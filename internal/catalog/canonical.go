@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // digest is a sha256 sum. Catalogs keep digests rather than canonical bytes:
@@ -28,7 +27,7 @@ type digest = [sha256.Size]byte
 func canonicalJSON(v any) []byte {
 	raw, err := safeMarshal(v)
 	if err == nil {
-		if out, _, ok := canonicalize(nil, raw, 0); ok {
+		if out, _, ok := canonicalize(make([]byte, 0, len(raw)), raw, 0); ok {
 			return out
 		}
 		var tree any
@@ -121,19 +120,23 @@ func canonicalize(dst, src []byte, i int) ([]byte, int, bool) {
 }
 
 // canonicalObject is canonicalize of the object at src[i]: its members
-// sorted by key, each value canonical.
+// sorted by key, each value canonical. The members are written to dst as
+// they come, nested objects included, and moved only if they came out of
+// order: encoding/json writes maps and most structs sorted already.
 func canonicalObject(dst, src []byte, i int) ([]byte, int, bool) {
 	type member struct {
-		key      string // decoded, to sort by, as encoding/json sorts map keys
-		from, to int    // the member's canonical bytes in buf
+		key      []byte // decoded, to sort by, as encoding/json sorts map keys
+		from, to int    // the member's canonical bytes in dst
 	}
 	var (
-		members []member
-		buf     []byte
+		inline  [16]member
+		members = inline[:0]
+		start   = len(dst)
 	)
+	dst = append(dst, '{')
 	i = skipSpace(src, i+1)
 	if i < len(src) && src[i] == '}' {
-		return append(dst, '{', '}'), i + 1, true
+		return append(dst, '}'), i + 1, true
 	}
 	for {
 		i = skipSpace(src, i)
@@ -144,30 +147,35 @@ func canonicalObject(dst, src []byte, i int) ([]byte, int, bool) {
 		if !ok {
 			return dst, i, false
 		}
-		from := len(buf)
-		var key string
+		if len(members) > 0 {
+			dst = append(dst, ',')
+		}
+		from := len(dst)
+		var key []byte
 		if simple {
-			key = string(src[i+1 : end-1])
-			buf = append(buf, src[i:end]...)
+			key = src[i+1 : end-1]
+			dst = append(dst, src[i:end]...)
 		} else {
-			if json.Unmarshal(src[i:end], &key) != nil {
+			var k string
+			if json.Unmarshal(src[i:end], &k) != nil {
 				return dst, i, false
 			}
-			enc, err := json.Marshal(key)
+			enc, err := json.Marshal(k)
 			if err != nil {
 				return dst, i, false
 			}
-			buf = append(buf, enc...)
+			key = []byte(k)
+			dst = append(dst, enc...)
 		}
 		i = skipSpace(src, end)
 		if i >= len(src) || src[i] != ':' {
 			return dst, i, false
 		}
-		buf = append(buf, ':')
-		if buf, i, ok = canonicalize(buf, src, i+1); !ok {
+		dst = append(dst, ':')
+		if dst, i, ok = canonicalize(dst, src, i+1); !ok {
 			return dst, i, false
 		}
-		members = append(members, member{key: key, from: from, to: len(buf)})
+		members = append(members, member{key: key, from: from, to: len(dst)})
 		i = skipSpace(src, i)
 		if i >= len(src) {
 			return dst, i, false
@@ -181,16 +189,30 @@ func canonicalObject(dst, src []byte, i int) ([]byte, int, bool) {
 		}
 		i++
 	}
-	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	dst = append(dst, '{')
-	for k, m := range members {
-		if k > 0 {
-			if members[k-1].key == m.key {
-				return dst, i, false // decoding keeps the last: the slow path knows which
-			}
-			dst = append(dst, ',')
+	inOrder := true
+	for k := 1; k < len(members); k++ {
+		switch bytes.Compare(members[k-1].key, members[k].key) {
+		case 0:
+			return dst, i, false // decoding keeps the last: the slow path knows which
+		case 1:
+			inOrder = false
 		}
-		dst = append(dst, buf[m.from:m.to]...)
+	}
+	if !inOrder {
+		slices.SortFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+		for k := 1; k < len(members); k++ {
+			if bytes.Equal(members[k-1].key, members[k].key) {
+				return dst, i, false
+			}
+		}
+		body := slices.Clone(dst[start+1:])
+		dst = dst[:start+1]
+		for k, m := range members {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, body[m.from-start-1:m.to-start-1]...)
+		}
 	}
 	return append(dst, '}'), i, true
 }
