@@ -228,8 +228,9 @@ func (m *Manager) Watch(buffer int) (statuses []ServerStatus, seq uint64, events
 	}
 	seq = m.bus.lastSeq()
 	statuses = make([]ServerStatus, 0, len(slots))
+	q := quarantinesByServer(m.pub.View())
 	for _, s := range slots {
-		statuses = append(statuses, s.statusLocked())
+		statuses = append(statuses, s.statusLocked(q))
 	}
 	events, cancel = m.bus.subscribeAfter(buffer, seq)
 	for _, s := range slots {
@@ -256,8 +257,11 @@ func (m *Manager) Statuses() []ServerStatus {
 	}
 	m.mu.RUnlock()
 	out := make([]ServerStatus, 0, len(slots))
+	q := quarantinesByServer(m.pub.View())
 	for _, s := range slots {
-		out = append(out, s.status())
+		s.mu.Lock()
+		out = append(out, s.statusLocked(q))
+		s.mu.Unlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -294,6 +298,11 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 // goroutine the manager started. It returns the close errors of the
 // runtimes, if any. Calls after Close fail with ErrClosed. A second Close
 // returns nil once the first has finished.
+//
+// Every server is moved to Closed first, and their catalogs are
+// unpublished together, in one View rather than one per server. Their
+// runtimes are then closed concurrently, at most closeWorkers at a time,
+// each bounded by the drain and close timeouts.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -306,19 +315,62 @@ func (m *Manager) Close() error {
 	m.slots = map[string]*slot{}
 	m.mu.Unlock()
 
+	type job struct {
+		s    *slot
+		l    *lease
+		done bool // already Closed: another shutdown is closing it
+	}
+	// With every slot locked (in name order, as Watch takes them), the
+	// catalogs are unpublished at once and then each slot is moved to
+	// Closed: no one sees a Closed server still published, nor a live one
+	// unpublished. The slots' own Unpublish then finds nothing to do.
+	sorted := make([]*slot, 0, len(slots))
+	for _, s := range slots {
+		sorted = append(sorted, s)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	for _, s := range sorted {
+		s.mu.Lock()
+	}
+	diffs := m.pub.Clear()
+	jobs := make([]job, 0, len(sorted))
+	for _, s := range sorted {
+		if s.state == lifecycle.Closed {
+			jobs = append(jobs, job{s: s, done: true})
+		} else {
+			jobs = append(jobs, job{s: s, l: s.stopLocked(lifecycle.Closed)})
+		}
+		if d, ok := diffs[s.name]; ok && !d.Empty() {
+			s.emitLocked(catalogEvent(d))
+		}
+		s.mu.Unlock()
+	}
+
 	var (
 		wg   sync.WaitGroup
 		emu  sync.Mutex
 		errs []error
+		next atomic.Int64
 	)
-	for name, s := range slots {
+	for range min(len(jobs), closeWorkers) {
 		wg.Go(func() {
-			if err := s.shutdown(context.Background()); err != nil {
-				emu.Lock()
-				errs = append(errs, err)
-				emu.Unlock()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(jobs)) {
+					return
+				}
+				j := jobs[i]
+				if j.done {
+					j.s.runners.Wait()
+					j.s.closing.Wait()
+					continue
+				}
+				if err := j.s.teardown(context.Background(), j.l); err != nil {
+					emu.Lock()
+					errs = append(errs, err)
+					emu.Unlock()
+				}
 			}
-			m.pub.Forget(name)
 		})
 	}
 	wg.Wait()
@@ -333,6 +385,12 @@ func (m *Manager) Close() error {
 	close(m.closeDone)
 	return errors.Join(errs...)
 }
+
+// closeWorkers bounds how many runtimes Close closes at once. Closing an
+// in-process or HTTP runtime takes microseconds; a stdio child that ignores
+// the end of its input takes its close grace, so the bound is high enough
+// that hundreds of them still close in a round or two.
+const closeWorkers = 256
 
 func (m *Manager) slot(name string) (*slot, error) {
 	m.mu.RLock()

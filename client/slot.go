@@ -869,10 +869,26 @@ func (s *slot) shutdown(ctx context.Context) error {
 func (s *slot) status() ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.statusLocked()
+	return s.statusLocked(nil)
 }
 
-func (s *slot) statusLocked() ServerStatus {
+// quarantinesByServer groups the View's quarantined tools by server, for
+// the statuses of a whole fleet: one walk of them, not one per server.
+func quarantinesByServer(v *catalog.View) map[string][]snapshot.Quarantine {
+	qs := v.Quarantined()
+	if len(qs) == 0 {
+		return nil
+	}
+	out := make(map[string][]snapshot.Quarantine)
+	for _, q := range qs {
+		out[q.Server] = append(out[q.Server], snapshot.Quarantine(q))
+	}
+	return out
+}
+
+// statusLocked returns the slot's status. quarantined, if not nil, is
+// quarantinesByServer of the current View; nil means look them up.
+func (s *slot) statusLocked(quarantined map[string][]snapshot.Quarantine) ServerStatus {
 	st := ServerStatus{
 		Name:         s.name,
 		State:        s.state,
@@ -907,11 +923,10 @@ func (s *slot) statusLocked() ServerStatus {
 		st.Cached = s.cached
 		st.ServerInfo = c.ServerInfo
 	}
-	for _, q := range v.Quarantined() {
-		if q.Server == s.name {
-			st.Quarantined = append(st.Quarantined, snapshot.Quarantine(q))
-		}
+	if quarantined == nil {
+		quarantined = quarantinesByServer(v)
 	}
+	st.Quarantined = slices.Clone(quarantined[s.name])
 	return st
 }
 
@@ -985,6 +1000,12 @@ func (s *slot) teardown(ctx context.Context, l *lease) error {
 		return nil
 	}
 	defer s.closing.Done() // counted by stopLocked; runs before the Wait
+	if l.inflight.Load() == 0 {
+		// Detached under the lock, so no call can start on it now: nothing
+		// to drain (the common case, and the whole of an idle fleet's
+		// Close).
+		return s.closeLease(l)
+	}
 	drained := make(chan struct{})
 	m.wg.Go(func() {
 		l.calls.Wait()

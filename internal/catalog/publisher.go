@@ -544,3 +544,32 @@ func (p *Publisher) viewLocked(version uint64) *View {
 		changed:     make(chan struct{}),
 	}
 }
+
+// Clear unpublishes and forgets every server at once, as when the manager
+// closes, and returns the Diff of each server that was published (its tools
+// removed). It makes one empty View however many servers there were: the
+// cost is the diffs, O(total tools), where unpublishing the servers one by
+// one would build a View each. With every server gone nothing is promoted,
+// so no Diff reports a quarantine change.
+func (p *Publisher) Clear() map[string]Diff {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.initLocked()
+	out := make(map[string]Diff, len(p.servers))
+	for server, old := range p.servers {
+		out[server] = diffEntries(server, old, nil)
+	}
+	p.servers = make(map[string]*entry)
+	p.floors = make(map[string]floor)
+	p.claims = make(map[string][]claim)
+	p.index = toolIndex{}
+	p.tools = &listing[Tool]{}
+	p.catalogs = &listing[*Catalog]{}
+	p.quarantined = &listing[Quarantine]{}
+	p.serverSum, p.queueSum = setSum{}, setSum{}
+	if prev := p.cur.Load(); len(out) > 0 { // no server published: the View is empty already
+		p.cur.Store(p.viewLocked(prev.version + 1))
+		close(prev.changed)
+	}
+	return out
+}
