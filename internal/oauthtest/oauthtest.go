@@ -338,6 +338,12 @@ func (ts *tokenStore) find(match func(oauth2.TokenInfo) bool) (oauth2.TokenInfo,
 	defer ts.mu.Unlock()
 	for _, ti := range ts.all {
 		if !ts.gone[ti] && match(ti) {
+			// A copy: the library sets a refreshed token's fields on the
+			// info it got, while other requests read the stored one.
+			if t, ok := ti.(*models.Token); ok {
+				c := *t
+				return &c, nil
+			}
 			return ti, nil
 		}
 	}
