@@ -54,11 +54,18 @@ func BenchManagerCallTool(b *testing.B, spec ServerSpec, args any, opts ...Optio
 	if err := m.Add(ctx, "s", spec); err != nil {
 		b.Fatal(err)
 	}
-	if err := m.WaitFor(ctx, "s", lifecycle.Connected); err != nil {
+	BenchCallToolOn(b, m, "s", args)
+}
+
+// BenchCallToolOn waits for server of m to connect, then times calls of its
+// "echo" with args.
+func BenchCallToolOn(b *testing.B, m *Manager, server string, args any) {
+	ctx := context.Background()
+	if err := m.WaitFor(ctx, server, lifecycle.Connected); err != nil {
 		b.Fatal(err)
 	}
 	benchLoop(b, func() error {
-		_, err := m.CallTool(ctx, "s", "echo", args)
+		_, err := m.CallTool(ctx, server, "echo", args)
 		return err
 	})
 }

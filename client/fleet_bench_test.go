@@ -320,3 +320,39 @@ func BenchmarkFleetStatuses(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFleetCallTool is BenchmarkCallTool's call (the in-process echo)
+// made with a fleet of other connected servers of ten tools each beside the
+// one called, 1, 100, 1,000 (and with -fleet.max 10000, 10,000) servers in
+// all: through a Manager that holds them all, and on a raw mcp-go client
+// while the same number of raw clients are connected beside it (the same
+// heap for the collector to go through), side by side. The call's overhead
+// must not grow with the fleet.
+func BenchmarkFleetCallTool(b *testing.B) {
+	args := map[string]any{"text": "hello"}
+	srv := benchServer()
+	for _, n := range append([]int{1}, fleetSizes()...) {
+		others := fleetServers(n - 1)
+		b.Run("servers="+itoa(n), func(b *testing.B) {
+			b.Run("impl=raw", func(b *testing.B) {
+				fleet := rawFleet(b, others)
+				defer closeRaw(fleet)
+				c, err := mcpclient.NewInProcessClient(srv)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				client.BenchRawCallTool(b, c, args, nil)
+			})
+			b.Run("impl=manager", func(b *testing.B) {
+				m := client.New()
+				defer m.Close()
+				managerFleet(b, m, others)
+				if err := m.Add(context.Background(), "called", client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
+					b.Fatal(err)
+				}
+				client.BenchCallToolOn(b, m, "called", args)
+			})
+		})
+	}
+}
