@@ -183,6 +183,9 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 			continue
 		}
 		wg.Go(func() {
+			if st, err := m.Status(name); err == nil && st.State == lifecycle.Disconnected && !st.IdleSince.IsZero() {
+				return // it connected, and went idle: its next request starts it
+			}
 			if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
 				if se, ok := err.(*ServerError); ok {
 					err = se.Err // named below

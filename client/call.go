@@ -103,7 +103,9 @@ func (m *Manager) callTool(ctx context.Context, server, tool string, args any, o
 // A server with no catalog yet (lazy, or connecting for the first time) is
 // known by its prefix before its tools are: a call to prefix + separator +
 // tool waits for it as CallTool does (and starts a lazy one), then looks
-// the name up again. Short forms are known only from a catalog.
+// the name up again. Short forms are known only from a catalog. With
+// interceptors, such a call goes through them before anything starts,
+// as a CallTool of the server's tool.
 func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
 	if t, ok := m.pub.View().Tool(qualifiedTool); ok {
 		return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
@@ -112,6 +114,17 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 		return nil, withOp("call "+qualifiedTool, "", err)
 	}
 	if s := m.catalogless(qualifiedTool); s != nil {
+		if len(m.opts.interceptors) > 0 {
+			// The interceptors decide before anything is started: the
+			// call goes to the server by its own tool name, and CallTool
+			// starts the server if they pass it on. A name the server
+			// turns out not to have is its error answer, not ErrToolNotFound.
+			prefix := s.config().prefix
+			if prefix == "" {
+				prefix = s.name
+			}
+			return m.CallTool(ctx, s.name, qualifiedTool[len(prefix)+len(m.separator()):], args, opts...)
+		}
 		l, err := s.acquire(ctx)
 		if err != nil {
 			return nil, withOp("call "+qualifiedTool, s.name, err)
@@ -124,15 +137,20 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 	return nil, fmt.Errorf("mcpfleet: %w: %q", ErrToolNotFound, qualifiedTool)
 }
 
+// separator is what joins a server's prefix and its tool names.
+func (m *Manager) separator() string {
+	if sep := m.opts.naming.Separator; sep != "" {
+		return sep
+	}
+	return catalog.DefaultSeparator
+}
+
 // catalogless returns the server with no published catalog, in a state a
 // call waits on (lazy, connecting), whose prefix (its ToolPrefix, or its
 // name) and the separator begin qualifiedTool, if any. It walks the
 // servers: it runs only when the View has no such tool.
 func (m *Manager) catalogless(qualifiedTool string) *slot {
-	sep := m.opts.naming.Separator
-	if sep == "" {
-		sep = catalog.DefaultSeparator
-	}
+	sep := m.separator()
 	v := m.pub.View()
 	m.mu.RLock()
 	defer m.mu.RUnlock()

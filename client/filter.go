@@ -184,9 +184,9 @@ func (e *ToolFilteredError) Is(target error) bool { return target == ErrToolNotF
 // filter for its next publish.
 //
 // For a server that came from a config, the filter lasts until the next
-// Apply that changes the entry's filter or restarts the server; an Apply
-// whose entry has another filter than the one set here puts the entry's
-// back.
+// Apply whose entry has another filter than the one set here (the config
+// unchanged included): that Apply puts the entry's filter back, as does
+// one that restarts the server.
 func (m *Manager) SetToolFilter(name string, f ToolFilter) error {
 	if err := f.Validate(); err != nil {
 		return &ServerError{Server: name, Op: "set tool filter", Err: fmt.Errorf("%w: %w", ErrInvalidSpec, err)}
@@ -276,10 +276,7 @@ func (m *Manager) filteredTool(server, tool string) error {
 // server that has sent none, takes the name apart by its prefix. It walks
 // the servers: it runs only when the View has no such tool.
 func (m *Manager) filteredQualified(qualified string) error {
-	sep := m.opts.naming.Separator
-	if sep == "" {
-		sep = catalog.DefaultSeparator
-	}
+	sep := m.separator()
 	m.mu.RLock()
 	slots := make([]*slot, 0, len(m.slots))
 	for _, s := range m.slots {

@@ -84,7 +84,7 @@ func (s *slot) idleCheck(l *lease, seq uint64) {
 	case len(s.subs) > 0:
 		v = idleSubscribed
 		s.armIdleLocked(l, timeout)
-	case l.inflight.Load() > 0 || l.serving.Load() > 0:
+	case l.inflight.Load() > 0 || l.serving.Load() > 0 || s.intercepting.Load() > 0:
 		v = idleBusy
 		s.armIdleLocked(l, timeout)
 	default:

@@ -203,6 +203,17 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name stri
 	s.mu.Lock()
 	gen := s.gen
 	s.mu.Unlock()
+	// A request in the chain is use, awaiting an approval included: the
+	// idle check must not close the runtime it is about to go to.
+	s.intercepting.Add(1)
+	defer func() {
+		s.mu.Lock()
+		if l := s.lease; l != nil {
+			l.used()
+		}
+		s.mu.Unlock()
+		s.intercepting.Add(-1)
+	}()
 	c := &struct {
 		Call
 		passed atomic.Bool // the request got past every interceptor

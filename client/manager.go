@@ -302,7 +302,9 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 // Every server is moved to Closed first, and their catalogs are
 // unpublished together, in one View rather than one per server. Their
 // runtimes are then closed concurrently, at most closeWorkers at a time,
-// each bounded by the drain and close timeouts.
+// all within one close timeout (plus one drain timeout if calls were in
+// flight): a runtime whose turn comes after that is closed by force (a
+// stdio child is killed).
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -346,6 +348,19 @@ func (m *Manager) Close() error {
 		s.mu.Unlock()
 	}
 
+	// One deadline for all: with more runtimes than workers, each worker
+	// closes several one after another, and per-runtime timeouts alone
+	// would add up.
+	// The drain timeout counts only if some runtime has calls to drain.
+	deadline := m.opts.closeTimeout
+	for _, j := range jobs {
+		if j.l != nil && j.l.inflight.Load() > 0 {
+			deadline += m.opts.drainTimeout
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
 	var (
 		wg   sync.WaitGroup
 		emu  sync.Mutex
@@ -365,7 +380,7 @@ func (m *Manager) Close() error {
 					j.s.closing.Wait()
 					continue
 				}
-				if err := j.s.teardown(context.Background(), j.l); err != nil {
+				if err := j.s.teardown(ctx, j.l); err != nil {
 					emu.Lock()
 					errs = append(errs, err)
 					emu.Unlock()

@@ -60,6 +60,10 @@ type slot struct {
 	// st are the slot's counters: atomics, counted where things happen
 	// (the call path included), the one exception to the rule above.
 	st slotStats
+	// intercepting counts the host's requests inside the interceptor chain
+	// (intercept.go), an approval awaited among them: use, for the idle
+	// check, before any runtime is involved. An atomic, like st.
+	intercepting atomic.Int32
 
 	mu         sync.Mutex
 	state      lifecycle.State
@@ -826,7 +830,9 @@ func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) err
 	s.lastErr = nil
 	switch s.state {
 	case lifecycle.Disconnected:
-		if !spec.Lazy {
+		// A lazy server, or one closed for going idle, waits for its next
+		// request under the new spec as it did under the old.
+		if !spec.Lazy && s.idleSince.IsZero() {
 			s.connectLocked(lifecycle.Connecting, 0, false)
 		}
 	case lifecycle.Connected:
@@ -952,9 +958,15 @@ func (s *slot) unavailableLocked(cause error) *UnavailableError {
 // is teardown, not a transaction: its error is reported in an event and
 // changes neither the state nor the budget.
 func (s *slot) closeLease(l *lease) error {
+	return s.closeLeaseIn(context.Background(), l)
+}
+
+// closeLeaseIn is closeLease bounded by parent too: once parent ends, the
+// Conn forces what has not finished (a child is killed, not asked).
+func (s *slot) closeLeaseIn(parent context.Context, l *lease) error {
 	m := s.m
 	l.cancel()
-	ctx, cancel := context.WithTimeout(context.Background(), m.opts.closeTimeout)
+	ctx, cancel := context.WithTimeout(parent, m.opts.closeTimeout)
 	defer cancel()
 	err := l.conn.Close(ctx)
 	if err != nil {
@@ -988,7 +1000,8 @@ func (s *slot) goCloseLeaseLocked(l *lease) {
 
 // teardown finishes what stopLocked started: it waits for the abandoned
 // connect loops, lets in-flight calls drain (bounded by ctx and the drain
-// timeout), then closes the runtime.
+// timeout), then closes the runtime (bounded by the close timeout, and
+// forced once ctx ends).
 func (s *slot) teardown(ctx context.Context, l *lease) error {
 	m := s.m
 	// Connect loops, abandoned ones too, end promptly: their dials honour
@@ -1004,7 +1017,7 @@ func (s *slot) teardown(ctx context.Context, l *lease) error {
 		// Detached under the lock, so no call can start on it now: nothing
 		// to drain (the common case, and the whole of an idle fleet's
 		// Close).
-		return s.closeLease(l)
+		return s.closeLeaseIn(ctx, l)
 	}
 	drained := make(chan struct{})
 	m.wg.Go(func() {
@@ -1018,7 +1031,7 @@ func (s *slot) teardown(ctx context.Context, l *lease) error {
 	case <-ctx.Done():
 	}
 	timer.Stop()
-	return s.closeLease(l)
+	return s.closeLeaseIn(ctx, l)
 }
 
 // succeeded clears the run of timeouts of l's generation.

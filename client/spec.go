@@ -36,7 +36,8 @@ type ServerSpec struct {
 	// only the caller's context bounds it.
 	Timeout time.Duration
 	// IdleTimeout closes the server's runtime once it has gone that long
-	// unused: no request of the host's in flight or ended since, no
+	// unused: no request of the host's in flight (in the interceptor
+	// chain included) or ended since, no
 	// notification from the server, no request of the server's being
 	// answered, and no resource subscription (a server the host is
 	// subscribed to is never idle). The runtime is detached and closed as

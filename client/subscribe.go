@@ -32,16 +32,22 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) (er
 	if err != nil {
 		return err
 	}
-	had := s.addSub(uri)
+	// The subscription is recorded before it is sent, so that a runtime
+	// that connects meanwhile renews it; with interceptors, only once they
+	// passed it on: one that refuses or waits for an approval leaves no
+	// trace for a new runtime to renew.
+	var had, recorded bool
 	if len(m.opts.interceptors) > 0 {
 		_, err = intercept(ctx, m, server, "resources/subscribe", uri, "subscribe "+uri, nil,
 			func(ctx context.Context, _ any, gen *uint64) (struct{}, error) {
+				had, recorded = s.addSub(uri), true
 				return m.subscribe(ctx, s, uri, gen)
 			})
 	} else {
+		had, recorded = s.addSub(uri), true
 		_, err = m.subscribe(ctx, s, uri, nil)
 	}
-	if err != nil && !had && refused(err) {
+	if err != nil && recorded && !had && refused(err) {
 		s.dropSub(uri)
 	}
 	return err
@@ -62,7 +68,8 @@ func (m *Manager) subscribe(ctx context.Context, s *slot, uri string, gen *uint6
 }
 
 // UnsubscribeResource ends a subscription made with SubscribeResource: it
-// is forgotten at once, and the current runtime, if any, is told (on
+// is forgotten at once (with interceptors, once they passed the request
+// on), and the current runtime, if any, is told (on
 // 2026-07-28 over HTTP its stream is re-opened without uri).
 func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) (err error) {
 	defer func() { err = withOp("unsubscribe "+uri, server, err) }()
@@ -70,14 +77,17 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) (
 	if err != nil {
 		return err
 	}
-	s.dropSub(uri)
 	if len(m.opts.interceptors) > 0 {
+		// Forgotten only once the interceptors passed it on: a refused
+		// unsubscribe leaves the server subscribed, and the host with it.
 		_, err = intercept(ctx, m, server, "resources/unsubscribe", uri, "unsubscribe "+uri, nil,
 			func(ctx context.Context, _ any, gen *uint64) (struct{}, error) {
+				s.dropSub(uri)
 				return m.unsubscribe(ctx, s, uri, gen)
 			})
 		return err
 	}
+	s.dropSub(uri)
 	_, err = m.unsubscribe(ctx, s, uri, nil)
 	return err
 }
@@ -147,6 +157,9 @@ func (m *Manager) Subscriptions(server string) ([]string, error) {
 // to reach it: a subscription the server refused is not worth renewing, one
 // that could not be sent yet is.
 func refused(err error) bool {
+	if errors.Is(err, ErrRefused) {
+		return true // by an interceptor, whatever error it gave
+	}
 	for _, notSent := range []error{ErrUnavailable, ErrOutcomeUnknown, ErrDisabled, ErrClosed,
 		ErrPermanentlyFailed, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, notSent) {
