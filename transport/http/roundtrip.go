@@ -34,6 +34,12 @@ type roundTripper struct {
 const maxErrorBody = 64 << 10
 
 func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, error) {
+	if rt.c.life.Err() != nil && req.Method != nethttp.MethodDelete {
+		// Closed. mcp-go learns of its own Close through a goroutine that
+		// cancels the request's context, which a request to a server
+		// nearby can outrun: nothing goes out after Close returned.
+		return nil, &notSentError{err: ErrClosed}
+	}
 	switch {
 	case rt.isStream(req):
 		return rt.stream(req)
