@@ -64,6 +64,9 @@ func (m *Manager) listenLocked(l *lease, f mcp.SubscriptionFilter) {
 	l.listen.stop = stop
 	m.wg.Go(func() {
 		defer stop()
+		if ctx.Err() != nil {
+			return // detached before this goroutine ran: send nothing into a closing runtime
+		}
 		err := l.client.Listen(ctx, f)
 		// Not l.gen: the stream opens during the dial, before the lease
 		// is installed and given its generation.

@@ -79,8 +79,11 @@ type Server struct {
 
 	// deletes counts DELETE requests that reached the server.
 	deletes atomic.Int64
-	// hang, when set, makes every request block until the server stops.
-	hang atomic.Bool
+	// hang, when set, makes every request block until the server stops or
+	// the hang ends; resumed is closed when it ends (SetHang).
+	hang    atomic.Bool
+	hangMu  sync.Mutex
+	resumed chan struct{}
 
 	mu sync.Mutex // guards the fields below
 	// srv, impl and stopped belong to the running incarnation; srv is nil
@@ -125,8 +128,20 @@ func (s *Server) Deletes() int64 { return s.deletes.Load() }
 
 // SetHang makes every later request block until the server is stopped (on),
 // or behave normally again (off). It models a server that accepts
-// connections but never answers.
-func (s *Server) SetHang(on bool) { s.hang.Store(on) }
+// connections but stops answering: when the hang ends, the requests it
+// held are served, as a server that resumes would.
+func (s *Server) SetHang(on bool) {
+	s.hangMu.Lock()
+	defer s.hangMu.Unlock()
+	switch {
+	case on && !s.hang.Load():
+		s.resumed = make(chan struct{})
+		s.hang.Store(true)
+	case !on && s.hang.Load():
+		s.hang.Store(false)
+		close(s.resumed)
+	}
+}
 
 // NotifyToolsChanged adds a tool to the running server, which then sends
 // notifications/tools/list_changed to its connected clients.
@@ -197,11 +212,16 @@ func (s *Server) middleware(next http.Handler, stopped <-chan struct{}) http.Han
 			s.deletes.Add(1)
 		}
 		if s.hang.Load() {
+			s.hangMu.Lock()
+			resumed := s.resumed
+			s.hangMu.Unlock()
 			select {
 			case <-stopped:
+				return
 			case <-r.Context().Done():
+				return
+			case <-resumed:
 			}
-			return
 		}
 		next.ServeHTTP(w, r)
 	})
