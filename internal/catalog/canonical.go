@@ -281,7 +281,7 @@ func listCanon[T any](items []T) (canon []byte, perItem []digest) {
 	enc := make([][]byte, len(items))
 	perItem = make([]digest, len(items))
 	for i := range items {
-		enc[i] = canonicalJSON(items[i])
+		enc[i] = canonicalJSON(&items[i])
 		perItem[i] = sha256.Sum256(enc[i])
 	}
 	sorted := slices.Clone(enc)
