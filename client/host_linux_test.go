@@ -3,16 +3,11 @@
 package client
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -94,37 +89,9 @@ func hostMain() {
 // that are all gone, so the next Manager on it kills nothing.
 func TestHostKilledTakesChildren(t *testing.T) {
 	stateFile := t.TempDir() + "/state.json"
-	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), envHost+"="+stateFile)
-	stdin, err := host.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	stdout, err := host.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	host.Stderr = &stderr
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reaped := false
-	defer func() {
-		if !reaped {
-			_ = host.Process.Kill()
-			_ = host.Wait()
-		}
-	}()
-	if err := hostReady(stdout); err != nil {
-		_ = host.Process.Kill()
-		_ = host.Wait()
-		reaped = true
-		t.Fatalf("host: %v\n%s", err, stderr.String())
-	}
+	host := proctest.StartHost(t, time.Minute, envHost+"="+stateFile)
 
-	pgids := childGroups(t, host.Process.Pid)
+	pgids := proctest.ChildGroups(t, host.Process.Pid)
 	before, err := proctest.Members(pgids...)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +112,6 @@ func TestHostKilledTakesChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = host.Wait()
-	reaped = true
 	if err := proctest.WaitGroupsGone(testCtx(t), pgids...); err != nil {
 		t.Fatal(err)
 	}
@@ -157,44 +123,4 @@ func TestHostKilledTakesChildren(t *testing.T) {
 	if got, want := m.OrphanSweep(), (stdio.SweepResult{Listed: 3}); got != want {
 		t.Errorf("OrphanSweep() = %+v, want %+v\n%s", got, want, logs)
 	}
-}
-
-// hostReady waits, bounded, for the host's "ready" line.
-func hostReady(stdout io.Reader) error {
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- s
-	}()
-	select {
-	case s := <-line:
-		if strings.TrimSpace(s) != "ready" {
-			return fmt.Errorf("printed %q instead of ready", s)
-		}
-		return nil
-	case <-time.After(time.Minute):
-		return fmt.Errorf("not ready within a minute")
-	}
-}
-
-// childGroups returns the process groups of pid's children, other than
-// pid's own: the groups of the servers it started.
-func childGroups(t *testing.T, pid int) []int {
-	t.Helper()
-	self, err := proctest.Stat(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := proctest.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pgids []int
-	for _, p := range all {
-		if p.PPID == pid && p.PGID != self.PGID && !slices.Contains(pgids, p.PGID) {
-			pgids = append(pgids, p.PGID)
-		}
-	}
-	slices.Sort(pgids)
-	return pgids
 }

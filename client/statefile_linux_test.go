@@ -53,7 +53,7 @@ func startGroup(t *testing.T, script string) (cmd *exec.Cmd, done chan struct{},
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := hostReady(stdout); err != nil {
+	if err := proctest.ReadyLine(stdout, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	done, how = make(chan struct{}), new(string)

@@ -10,9 +10,11 @@
 package proctest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -331,4 +333,84 @@ func Subprocess(t *testing.T, env string) bool {
 		t.Fatalf("%s in a process of its own: did not run", t.Name())
 	}
 	return false
+}
+
+// StartHost starts this test binary again, running no test, with env added
+// to its environment: a host process a test can kill without taking itself
+// along (its TestMain runs the host when it finds its variable in env). The
+// host's stdin is held open, for a host that waits on it. StartHost returns
+// once the host printed its "ready" line, and fails the test, with what the
+// host wrote to stderr, if it did not within bound. A host still running
+// when the test ends is killed and reaped.
+func StartHost(t testing.TB, bound time.Duration, env ...string) *exec.Cmd {
+	t.Helper()
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), env...)
+	stdin, err := host.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	host.Stderr = &stderr
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = host.Process.Kill() // fails harmlessly if the test reaped it
+		_ = host.Wait()
+		_ = stdin.Close()
+	})
+	err = ReadyLine(stdout, bound)
+	if err == nil {
+		return host
+	}
+	_ = host.Process.Kill()
+	_ = host.Wait() // stderr is complete once Wait returns
+	t.Fatalf("host: %v\n%s", err, stderr.String())
+	return nil
+}
+
+// ReadyLine waits, at most bound, for a process to write "ready" as its
+// first line to r.
+func ReadyLine(r io.Reader, bound time.Duration) error {
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		if strings.TrimSpace(s) != "ready" {
+			return fmt.Errorf("printed %q instead of ready", s)
+		}
+		return nil
+	case <-time.After(bound):
+		return fmt.Errorf("not ready within %v", bound)
+	}
+}
+
+// ChildGroups returns the process groups of pid's children, other than
+// pid's own: the groups of the servers a host started.
+func ChildGroups(t testing.TB, pid int) []int {
+	t.Helper()
+	self, err := Stat(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pgids []int
+	for _, p := range all {
+		if p.PPID == pid && p.PGID != self.PGID && !slices.Contains(pgids, p.PGID) {
+			pgids = append(pgids, p.PGID)
+		}
+	}
+	slices.Sort(pgids)
+	return pgids
 }

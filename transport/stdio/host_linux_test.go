@@ -3,16 +3,11 @@
 package stdio
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -91,37 +86,9 @@ func TestHostKilled(t *testing.T) {
 		{"guard ends grandchild", "helper", "on", 3}, // server, sleep, guard
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			host := exec.Command(os.Args[0], "-test.run=^$")
-			host.Env = append(os.Environ(), envHost+"="+tt.server, envHostGuard+"="+tt.guard)
-			stdin, err := host.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stdin.Close()
-			stdout, err := host.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			host.Stderr = &stderr
-			if err := host.Start(); err != nil {
-				t.Fatal(err)
-			}
-			waited := false
-			defer func() {
-				if !waited {
-					_ = host.Process.Kill()
-					_ = host.Wait()
-				}
-			}()
-			if err := readyLine(stdout); err != nil {
-				_ = host.Process.Kill()
-				_ = host.Wait()
-				waited = true
-				t.Fatalf("host: %v\n%s", err, stderr.String())
-			}
+			host := proctest.StartHost(t, 2*waitBound, envHost+"="+tt.server, envHostGuard+"="+tt.guard)
 
-			pgids := childGroups(t, host.Process.Pid)
+			pgids := proctest.ChildGroups(t, host.Process.Pid)
 			before, err := proctest.Members(pgids...)
 			if err != nil {
 				t.Fatal(err)
@@ -136,51 +103,10 @@ func TestHostKilled(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = host.Wait()
-			waited = true
 			if err := proctest.WaitGroupsGone(testCtx(t, waitBound), pgids...); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("host killed -> group gone: %v", time.Since(killed))
 		})
 	}
-}
-
-// readyLine waits, bounded, for the host's "ready" line.
-func readyLine(stdout io.Reader) error {
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- s
-	}()
-	select {
-	case s := <-line:
-		if strings.TrimSpace(s) != "ready" {
-			return fmt.Errorf("printed %q instead of ready", s)
-		}
-		return nil
-	case <-time.After(2 * waitBound):
-		return fmt.Errorf("not ready within %v", 2*waitBound)
-	}
-}
-
-// childGroups returns the process groups of pid's children, other than
-// pid's own: the groups of the servers it started.
-func childGroups(t *testing.T, pid int) []int {
-	t.Helper()
-	self, err := proctest.Stat(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := proctest.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pgids []int
-	for _, p := range all {
-		if p.PPID == pid && p.PGID != self.PGID && !slices.Contains(pgids, p.PGID) {
-			pgids = append(pgids, p.PGID)
-		}
-	}
-	slices.Sort(pgids)
-	return pgids
 }
