@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -113,17 +112,13 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 	if err := m.filteredQualified(qualifiedTool); err != nil {
 		return nil, withOp("call "+qualifiedTool, "", err)
 	}
-	if s := m.catalogless(qualifiedTool); s != nil {
+	if s, tool := m.catalogless(qualifiedTool); s != nil {
 		if len(m.opts.interceptors) > 0 {
 			// The interceptors decide before anything is started: the
 			// call goes to the server by its own tool name, and CallTool
 			// starts the server if they pass it on. A name the server
 			// turns out not to have is its error answer, not ErrToolNotFound.
-			prefix := s.config().prefix
-			if prefix == "" {
-				prefix = s.name
-			}
-			return m.CallTool(ctx, s.name, qualifiedTool[len(prefix)+len(m.separator()):], args, opts...)
+			return m.CallTool(ctx, s.name, tool, args, opts...)
 		}
 		l, err := s.acquire(ctx)
 		if err != nil {
@@ -137,29 +132,18 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 	return nil, fmt.Errorf("mcpfleet: %w: %q", ErrToolNotFound, qualifiedTool)
 }
 
-// separator is what joins a server's prefix and its tool names.
-func (m *Manager) separator() string {
-	if sep := m.opts.naming.Separator; sep != "" {
-		return sep
-	}
-	return catalog.DefaultSeparator
-}
-
 // catalogless returns the server with no published catalog, in a state a
-// call waits on (lazy, connecting), whose prefix (its ToolPrefix, or its
-// name) and the separator begin qualifiedTool, if any. It walks the
-// servers: it runs only when the View has no such tool.
-func (m *Manager) catalogless(qualifiedTool string) *slot {
-	sep := m.separator()
+// call waits on (lazy, connecting), whose tool prefix and the separator
+// begin qualifiedTool, if any, and the tool name that follows them. It
+// walks the servers: it runs only when the View has no such tool.
+func (m *Manager) catalogless(qualifiedTool string) (*slot, string) {
+	sep := m.opts.naming.SeparatorOrDefault()
 	v := m.pub.View()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for name, s := range m.slots {
-		prefix := s.config().prefix
-		if prefix == "" {
-			prefix = name
-		}
-		if !strings.HasPrefix(qualifiedTool, prefix+sep) {
+		tool, ok := strings.CutPrefix(qualifiedTool, s.toolPrefix()+sep)
+		if !ok {
 			continue
 		}
 		if _, ok := v.Catalog(name); ok {
@@ -170,10 +154,19 @@ func (m *Manager) catalogless(qualifiedTool string) *slot {
 		s.mu.Unlock()
 		switch st {
 		case lifecycle.Disconnected, lifecycle.Connecting, lifecycle.Reconnecting:
-			return s // a call would wait for it
+			return s, tool // a call would wait for it
 		}
 	}
-	return nil
+	return nil, ""
+}
+
+// toolPrefix is what the server's qualified tool names begin with, before
+// the separator: its ToolPrefix, or its name.
+func (s *slot) toolPrefix() string {
+	if p := s.config().prefix; p != "" {
+		return p
+	}
+	return s.name
 }
 
 // GetPrompt gets a prompt from server, rendered with args. Prompts are

@@ -276,7 +276,7 @@ func (m *Manager) filteredTool(server, tool string) error {
 // server that has sent none, takes the name apart by its prefix. It walks
 // the servers: it runs only when the View has no such tool.
 func (m *Manager) filteredQualified(qualified string) error {
-	sep := m.separator()
+	sep := m.opts.naming.SeparatorOrDefault()
 	m.mu.RLock()
 	slots := make([]*slot, 0, len(m.slots))
 	for _, s := range m.slots {
@@ -289,10 +289,7 @@ func (m *Manager) filteredQualified(qualified string) error {
 		if f.IsZero() {
 			continue
 		}
-		prefix := cfg.prefix
-		if prefix == "" {
-			prefix = s.name
-		}
+		prefix := s.toolPrefix()
 		s.mu.Lock()
 		raw := s.raw
 		s.mu.Unlock()

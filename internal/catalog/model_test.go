@@ -208,7 +208,7 @@ func (m *model) diffTools(server string, old, cur *modelServer) Diff {
 // It describes the servers now, which the View shows after a non-empty
 // Diff.
 func (m *model) content() string {
-	b := appendStr(nil, m.naming.separator())
+	b := appendStr(nil, m.naming.SeparatorOrDefault())
 	for _, name := range slices.Sorted(maps.Keys(m.servers)) {
 		s := m.servers[name]
 		b = appendStr(appendStr(appendStr(b, name), s.prefix), s.cat.Hash)

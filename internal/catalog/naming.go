@@ -32,7 +32,9 @@ type Naming struct {
 	Separator string
 }
 
-func (n Naming) separator() string {
+// SeparatorOrDefault is the separator in use: Separator, or
+// DefaultSeparator when it is empty.
+func (n Naming) SeparatorOrDefault() string {
 	if n.Separator == "" {
 		return DefaultSeparator
 	}
@@ -51,7 +53,7 @@ func (n Naming) separator() string {
 // The qualified name is only for the host and the model; calls go to the
 // server under the tool's own name.
 func (n Naming) Qualify(prefix, tool string) string {
-	sep := n.separator()
+	sep := n.SeparatorOrDefault()
 	if l := len(prefix) + len(sep) + len(tool); l >= 1 && l <= MaxNameLen {
 		name := prefix + sep + tool
 		if ValidToolName(name) {

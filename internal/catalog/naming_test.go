@@ -104,7 +104,7 @@ func TestQualifyProperties(t *testing.T) {
 				// Distinct pairs that join to the same plain text are
 				// a real collision the Publisher quarantines; anything
 				// else is a bug.
-				sep := n.separator()
+				sep := n.SeparatorOrDefault()
 				if joined := prefix + sep + tool; prev[0]+sep+prev[1] != joined || q != joined {
 					t.Fatalf("Qualify(%q) and Qualify(%q) both = %q", prev, in, q)
 				}

@@ -536,7 +536,7 @@ func (p *Publisher) swapLocked(d *Diff) {
 func (p *Publisher) viewLocked(version uint64) *View {
 	return &View{
 		version:     version,
-		hash:        viewHash(p.naming.separator(), p.serverSum, p.queueSum),
+		hash:        viewHash(p.naming.SeparatorOrDefault(), p.serverSum, p.queueSum),
 		index:       p.index,
 		tools:       p.tools,
 		catalogs:    p.catalogs,
