@@ -134,7 +134,8 @@ func (m *Manager) add(ctx context.Context, name string, spec ServerSpec, configK
 }
 
 // Remove stops the server, closes its runtime (letting in-flight calls drain
-// for the drain timeout), unpublishes its catalog and forgets it. Until it
+// for the drain timeout; a runtime still closing when ctx ends is closed by
+// force), unpublishes its catalog and forgets it. Until it
 // returns the name stays taken (the server is Closed): an Add of the same
 // name fails with ErrDuplicateServer, and Close waits for the runtime.
 func (m *Manager) Remove(ctx context.Context, name string) (err error) {
@@ -169,7 +170,8 @@ func (m *Manager) Enable(ctx context.Context, name string) error {
 
 // Disable switches a server off. It returns once the old runtime is closed:
 // in-flight calls get the drain timeout to finish, then the runtime is
-// closed under them. After Disable returns no call reaches that runtime.
+// closed under them (by force, a stdio child killed, once ctx ends). After
+// Disable returns no call reaches that runtime.
 func (m *Manager) Disable(ctx context.Context, name string) error {
 	s, err := m.slot(name)
 	if err != nil {
