@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"slices"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // digest is a sha256 sum. Catalogs keep digests rather than canonical bytes:
@@ -229,11 +232,18 @@ func scanString(src []byte, i int) (end int, simple, ok bool) {
 		case c == '\\':
 			simple = false
 			j++
-		case c < 0x20 || c > 0x7e || c == '<' || c == '>' || c == '&':
+		case !verbatim(c):
 			simple = false
 		}
 	}
 	return 0, false, false
+}
+
+// verbatim reports whether encoding/json writes byte c of a string as it is:
+// printable ASCII other than the quote, the backslash and the three it
+// escapes for HTML.
+func verbatim(c byte) bool {
+	return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 }
 
 // delimiter reports whether c ends a number or literal.
@@ -273,26 +283,56 @@ func safeMarshal(v any) (b []byte, err error) {
 	return json.Marshal(v)
 }
 
-// listCanon is the canonical encoding of a list treated as a set: its
+// hashList hashes the canonical encoding of a list treated as a set: its
 // elements' canonical encodings sorted bytewise, as a JSON array. Servers are
 // free to list things in any order (many iterate a map), and a reordering is
-// not a change.
-func listCanon[T any](items []T) (canon []byte, perItem []digest) {
-	enc := make([][]byte, len(items))
+// not a change. It returns the sha256 of that array and of each element, in
+// list order, and writes the array to doc too. The elements are encoded one
+// after another into one buffer, and the array is never built whole.
+func hashList[T any](items []T, doc hash.Hash) (sum digest, perItem []digest) {
 	perItem = make([]digest, len(items))
+	ends := make([]int, len(items))
+	buf := make([]byte, 0, 256*len(items))
 	for i := range items {
-		enc[i] = canonicalJSON(&items[i])
-		perItem[i] = sha256.Sum256(enc[i])
+		from := len(buf)
+		buf = appendCanonical(buf, &items[i])
+		ends[i] = len(buf)
+		perItem[i] = sha256.Sum256(buf[from:])
 	}
-	sorted := slices.Clone(enc)
-	slices.SortFunc(sorted, bytes.Compare)
-	canon = append(canon, '[')
-	for i, e := range sorted {
+	enc := make([][]byte, len(items))
+	start := 0
+	for i, end := range ends {
+		enc[i], start = buf[start:end], end
+	}
+	slices.SortFunc(enc, bytes.Compare)
+	h := sha256.New()
+	write := func(b []byte) {
+		h.Write(b)
+		doc.Write(b)
+	}
+	write(punct[0:1])
+	for i, e := range enc {
 		if i > 0 {
-			canon = append(canon, ',')
+			write(punct[1:2])
 		}
-		canon = append(canon, e...)
+		write(e)
 	}
-	canon = append(canon, ']')
-	return canon, perItem
+	write(punct[2:3])
+	h.Sum(sum[:0])
+	return sum, perItem
+}
+
+// punct is the punctuation hashList writes, kept in one array so that
+// writing it through an interface does not allocate.
+var punct = []byte("[,]")
+
+// appendCanonical appends canonicalJSON(v) to dst, a tool by
+// appendCanonicalTool.
+func appendCanonical(dst []byte, v any) []byte {
+	if t, ok := v.(*mcp.Tool); ok {
+		if out, ok := appendCanonicalTool(dst, t); ok {
+			return out
+		}
+	}
+	return append(dst, canonicalJSON(v)...)
 }

@@ -3,6 +3,7 @@ package catalog
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -83,33 +84,26 @@ func (c *Catalog) Seal() *Catalog {
 		nTools: len(c.Tools), nPrompts: len(c.Prompts),
 		nResources: len(c.Resources), nTemplates: len(c.ResourceTemplates),
 	}
-	tools, perTool := listCanon(c.Tools)
-	prompts, _ := listCanon(c.Prompts)
-	resources, _ := listCanon(c.Resources)
-	templates, _ := listCanon(c.ResourceTemplates)
-	s.tools = perTool
-	s.toolsSum = sha256.Sum256(tools)
-	s.prompts = sha256.Sum256(prompts)
-	s.resources = sha256.Sum256(resources)
-	s.templates = sha256.Sum256(templates)
+	// The document hashed is {"prompts":[…],"resourceTemplates":[…],
+	// "resources":[…],"tools":[…]}, keys in sorted order so that it is
+	// itself canonical JSON.
+	doc := sha256.New()
+	io.WriteString(doc, `{"prompts":`)
+	s.prompts, _ = hashList(c.Prompts, doc)
+	io.WriteString(doc, `,"resourceTemplates":`)
+	s.templates, _ = hashList(c.ResourceTemplates, doc)
+	io.WriteString(doc, `,"resources":`)
+	s.resources, _ = hashList(c.Resources, doc)
+	io.WriteString(doc, `,"tools":`)
+	s.toolsSum, s.tools = hashList(c.Tools, doc)
+	io.WriteString(doc, "}")
 	s.meta = sha256.Sum256(canonicalJSON(struct {
 		ServerInfo   mcp.Implementation     `json:"serverInfo"`
 		Capabilities mcp.ServerCapabilities `json:"capabilities"`
 		Instructions string                 `json:"instructions"`
 	}{c.ServerInfo, c.Capabilities, c.Instructions}))
-
-	// Keys in sorted order, so the document is itself canonical JSON.
-	doc := make([]byte, 0, len(tools)+len(prompts)+len(resources)+len(templates)+64)
-	doc = append(doc, `{"prompts":`...)
-	doc = append(doc, prompts...)
-	doc = append(doc, `,"resourceTemplates":`...)
-	doc = append(doc, templates...)
-	doc = append(doc, `,"resources":`...)
-	doc = append(doc, resources...)
-	doc = append(doc, `,"tools":`...)
-	doc = append(doc, tools...)
-	doc = append(doc, '}')
-	sum := sha256.Sum256(doc)
+	var sum digest
+	doc.Sum(sum[:0])
 	s.hash = hex.EncodeToString(sum[:])
 
 	c.Hash = s.hash

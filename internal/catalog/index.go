@@ -140,52 +140,36 @@ func newIndexNode(owner *batchOwner, n int) *indexNode {
 	var out *indexNode
 	switch {
 	case n <= 1:
-		b := new(struct {
-			indexNode
-			s [1]indexSlot
-		})
-		out, b.slots = &b.indexNode, b.s[:0]
+		out = indexBlock(func(s *[1]indexSlot) []indexSlot { return s[:0] })
 	case n <= 2:
-		b := new(struct {
-			indexNode
-			s [2]indexSlot
-		})
-		out, b.slots = &b.indexNode, b.s[:0]
+		out = indexBlock(func(s *[2]indexSlot) []indexSlot { return s[:0] })
 	case n <= 4:
-		b := new(struct {
-			indexNode
-			s [4]indexSlot
-		})
-		out, b.slots = &b.indexNode, b.s[:0]
+		out = indexBlock(func(s *[4]indexSlot) []indexSlot { return s[:0] })
 	case n <= 8:
-		b := new(struct {
-			indexNode
-			s [8]indexSlot
-		})
-		out, b.slots = &b.indexNode, b.s[:0]
+		out = indexBlock(func(s *[8]indexSlot) []indexSlot { return s[:0] })
 	case n <= 16:
-		b := new(struct {
-			indexNode
-			s [16]indexSlot
-		})
-		out, b.slots = &b.indexNode, b.s[:0]
+		out = indexBlock(func(s *[16]indexSlot) []indexSlot { return s[:0] })
 	case n <= 32:
-		b := new(struct {
-			indexNode
-			s [32]indexSlot
-		})
-		out, b.slots = &b.indexNode, b.s[:0]
+		out = indexBlock(func(s *[32]indexSlot) []indexSlot { return s[:0] })
 	case n <= 1<<indexBits:
-		b := new(struct {
-			indexNode
-			s [1 << indexBits]indexSlot
-		})
-		out, b.slots = &b.indexNode, b.s[:0]
+		out = indexBlock(func(s *[1 << indexBits]indexSlot) []indexSlot { return s[:0] })
 	default: // a collision list, which has no bound
 		out = &indexNode{slots: make([]indexSlot, 0, n)}
 	}
 	out.owner = owner
 	return out
+}
+
+// indexBlock allocates a node and an array of slots A in one block; slots
+// slices the array. Go has no generic array length, so each size class
+// names its array type.
+func indexBlock[A any](slots func(*A) []indexSlot) *indexNode {
+	b := new(struct {
+		indexNode
+		s A
+	})
+	b.slots = slots(&b.s)
+	return &b.indexNode
 }
 
 // with returns n (nil: empty) holding t, edited in place if b owns it, else

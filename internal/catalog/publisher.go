@@ -66,9 +66,9 @@ type entry struct {
 	server string
 	cat    *Catalog
 	prefix string
-	tools  []Tool            // per tool of cat, in cat.Tools order, under its qualified name
-	seqs   map[string]uint64 // qualified name → when the server first claimed it
-	digest digest            // serverDigest: the server's share of the View hash
+	tools  []Tool   // per tool of cat, in cat.Tools order, under its qualified name
+	seqs   []uint64 // per tool of cat: when the server first claimed its qualified name
+	digest digest   // serverDigest: the server's share of the View hash
 }
 
 // floor is the newest generation the Publisher heard about for a server.
@@ -246,46 +246,35 @@ func (p *Publisher) Forget(server string) {
 	p.swapLocked(&d)
 }
 
-// seqOf returns when e's server first claimed q, if e exists and claims it.
-func (e *entry) seqOf(q string) (uint64, bool) {
-	if e == nil {
-		return 0, false
-	}
-	s, ok := e.seqs[q]
-	return s, ok
-}
-
 // diffEntries compares a server's publication before and after; either may be
 // nil. Quarantine changes are filled in later, by replaceLocked.
 func diffEntries(server string, old, cur *entry) Diff {
 	d := Diff{Server: server}
-	var oldSeal, curSeal *sealInfo
-	if old != nil {
-		oldSeal = old.cat.seal
-	}
-	if cur != nil {
-		curSeal = cur.cat.seal
-	}
-	switch {
-	case old == nil && cur == nil:
-		return d
-	case old == nil || cur == nil:
-		s := curSeal
-		if s == nil {
-			s = oldSeal
+	if old == nil || cur == nil {
+		// The server comes or goes whole, every name with it: no digest
+		// to compare.
+		e, list := cur, &d.Added
+		if cur == nil {
+			e, list = old, &d.Removed
 		}
+		if e == nil {
+			return d
+		}
+		s := e.cat.seal
 		d.PromptsChanged = s.nPrompts > 0
 		d.ResourcesChanged = s.nResources > 0
 		d.ResourceTemplatesChanged = s.nTemplates > 0
 		d.InfoChanged = true
-	default:
-		d.PromptsChanged = oldSeal.prompts != curSeal.prompts
-		d.ResourcesChanged = oldSeal.resources != curSeal.resources
-		d.ResourceTemplatesChanged = oldSeal.templates != curSeal.templates
-		d.InfoChanged = oldSeal.meta != curSeal.meta
-		if old.prefix == cur.prefix && oldSeal.toolsSum == curSeal.toolsSum {
-			return d
-		}
+		*list = names(e, nil)
+		return d
+	}
+	oldSeal, curSeal := old.cat.seal, cur.cat.seal
+	d.PromptsChanged = oldSeal.prompts != curSeal.prompts
+	d.ResourcesChanged = oldSeal.resources != curSeal.resources
+	d.ResourceTemplatesChanged = oldSeal.templates != curSeal.templates
+	d.InfoChanged = oldSeal.meta != curSeal.meta
+	if old.prefix == cur.prefix && oldSeal.toolsSum == curSeal.toolsSum {
+		return d
 	}
 
 	before, after := old.digests(), cur.digests()
@@ -313,9 +302,6 @@ func diffEntries(server string, old, cur *entry) Diff {
 // server lists two tools that qualify alike, the digests are combined, so a
 // change to either shows as a change of the name.
 func (e *entry) digests() map[string]digest {
-	if e == nil {
-		return nil
-	}
 	m := make(map[string]digest, len(e.tools))
 	for i := range e.tools {
 		q, dg := e.tools[i].Qualified, e.cat.seal.tools[i]
@@ -336,20 +322,27 @@ func (p *Publisher) entryLocked(c *Catalog, prefix string, old *entry) *entry {
 		cat:    c,
 		prefix: prefix,
 		tools:  make([]Tool, len(c.Tools)),
-		seqs:   make(map[string]uint64, len(c.Tools)),
+		seqs:   make([]uint64, len(c.Tools)),
 		digest: serverDigest(c.Server, prefix, c),
+	}
+	// A claim's age depends on its name alone (tools of one server that
+	// qualify alike share it), so a first publish needs no map; a later one
+	// looks the names up in what old claimed.
+	var kept map[string]uint64
+	if old != nil {
+		kept = make(map[string]uint64, len(old.tools))
+		for i := range old.tools {
+			kept[old.tools[i].Qualified] = old.seqs[i]
+		}
 	}
 	fresh := p.seq + 1 // one number for the whole publish: its claims are equally old
 	for i := range c.Tools {
 		q := p.naming.Qualify(prefix, c.Tools[i].Name)
 		e.tools[i] = Tool{Qualified: q, Server: c.Server, Tool: &c.Tools[i]}
-		if _, ok := e.seqs[q]; ok {
-			continue
-		}
-		if s, ok := old.seqOf(q); ok {
-			e.seqs[q] = s
+		if s, ok := kept[q]; ok {
+			e.seqs[i] = s
 		} else {
-			e.seqs[q] = fresh
+			e.seqs[i] = fresh
 			p.seq = fresh
 		}
 	}
@@ -363,7 +356,7 @@ func (e *entry) claimsByName() []claim {
 	}
 	out := make([]claim, len(e.tools))
 	for i := range e.tools {
-		out[i] = claim{seq: e.seqs[e.tools[i].Qualified], e: e, idx: i}
+		out[i] = claim{seq: e.seqs[i], e: e, idx: i}
 	}
 	slices.SortFunc(out, func(a, b claim) int {
 		if c := strings.Compare(a.tool().Qualified, b.tool().Qualified); c != 0 {
@@ -423,9 +416,12 @@ type change struct {
 // order, so that ch's edits are sorted. p.mu must be held.
 func (p *Publisher) reclaimLocked(ch *change, qualified, server string, mine []claim) {
 	before := p.claims[qualified]
-	after := slices.DeleteFunc(slices.Clone(before), func(c claim) bool { return c.e.server == server })
-	after = append(after, mine...)
-	slices.SortFunc(after, claimLess)
+	after := mine[:len(mine):len(mine)] // sorted by claimLess already; a later change copies it
+	if len(before) > 0 {
+		after = slices.DeleteFunc(slices.Clone(before), func(c claim) bool { return c.e.server == server })
+		after = append(after, mine...)
+		slices.SortFunc(after, claimLess)
+	}
 	if len(after) == 0 {
 		delete(p.claims, qualified)
 	} else {
