@@ -376,11 +376,21 @@ func (p *configParser) duration(server, field string, v json.RawMessage) time.Du
 	return d
 }
 
-// toolFilter parses a "tools" object: {"allow": [...], "deny": [...]}.
-func (p *configParser) toolFilter(server string, v json.RawMessage) ToolFilter {
+// object decodes the block field of server's entry, which must be a JSON
+// object; if it is not, it records the error msg and reports false.
+func (p *configParser) object(server, field string, v json.RawMessage, msg string) (map[string]json.RawMessage, bool) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
-		p.errorf(server, "tools", `must be an object like {"allow": ["read_*"], "deny": ["delete_*"]}`)
+		p.errorf(server, field, "%s", msg)
+		return nil, false
+	}
+	return fields, true
+}
+
+// toolFilter parses a "tools" object: {"allow": [...], "deny": [...]}.
+func (p *configParser) toolFilter(server string, v json.RawMessage) ToolFilter {
+	fields, ok := p.object(server, "tools", v, `must be an object like {"allow": ["read_*"], "deny": ["delete_*"]}`)
+	if !ok {
 		return ToolFilter{}
 	}
 	var f ToolFilter
@@ -435,9 +445,8 @@ func (p *configParser) patterns(server, field string, v json.RawMessage) []strin
 // limits parses a "limits" object. Every field takes a number, or "off";
 // maxMessageBytes also a size like "16MiB" or "512KiB".
 func (p *configParser) limits(server string, v json.RawMessage) Limits {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
-		p.errorf(server, "limits", "must be an object")
+	fields, ok := p.object(server, "limits", v, "must be an object")
+	if !ok {
 		return Limits{}
 	}
 	var l Limits
@@ -511,9 +520,8 @@ func (p *configParser) limitNumber(server, field string, v json.RawMessage, size
 
 // oauth parses an "oauth" block.
 func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
-		p.errorf(server, "oauth", "must be an object")
+	fields, ok := p.object(server, "oauth", v, "must be an object")
+	if !ok {
 		return nil
 	}
 	var c oauth.Config
@@ -582,9 +590,8 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 }
 
 func (p *configParser) policy(server string, v json.RawMessage) *lifecycle.Policy {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
-		p.errorf(server, "reconnect", "must be an object")
+	fields, ok := p.object(server, "reconnect", v, "must be an object")
+	if !ok {
 		return nil
 	}
 	var pol lifecycle.Policy

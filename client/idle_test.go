@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/fakeclock"
 	"github.com/mcpfleet/mcpfleet/internal/httpserver"
-	"github.com/mcpfleet/mcpfleet/internal/inproc"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
@@ -129,19 +128,24 @@ func TestIdleShutdown(t *testing.T) {
 	mustIdleClose(t, m, rec, clock, "s", 2)
 }
 
+// subscribable is an mcp-go server with one resource, uri, that a host can
+// subscribe to.
+func subscribable(uri string) *server.MCPServer {
+	srv := server.NewMCPServer("sub", "1.0", server.WithResourceCapabilities(true, false))
+	srv.AddResource(mcp.NewResource(uri, "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, Text: "a"}}, nil
+	})
+	return srv
+}
+
 // TestIdleSubscriptionKeepsServer: a server the host is subscribed to is
 // never idle, however long; once unsubscribed, it is closed a timeout after
 // the unsubscribe.
 func TestIdleSubscriptionKeepsServer(t *testing.T) {
-	srv := server.NewMCPServer("sub", "1.0", server.WithResourceCapabilities(true, false))
 	const uri = "test://a"
-	srv.AddResource(mcp.NewResource(uri, "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, Text: "a"}}, nil
-	})
-	ip := inproc.New(srv)
 	m, clock, verdicts := idleManager(t)
 	rec := record(m)
-	mustAdd(t, m, "s", ServerSpec{Dialer: func(ctx context.Context) (Conn, error) { return ip.Dial(ctx) }, IdleTimeout: testIdle})
+	mustAdd(t, m, "s", ServerSpec{Dialer: InProcess(subscribable(uri)), IdleTimeout: testIdle})
 	mustWait(t, m, "s", lifecycle.Connected)
 	if err := m.SubscribeResource(testCtx(t), "s", uri); err != nil {
 		t.Fatalf("SubscribeResource: %v", err)

@@ -25,12 +25,7 @@ import (
 // go idle (it was recorded, so it never did, and every new runtime was
 // subscribed to it, unintercepted).
 func TestRefusedSubscribeIsNotRecorded(t *testing.T) {
-	srv := server.NewMCPServer("sub", "1.0", server.WithResourceCapabilities(true, false))
 	const uri = "test://a"
-	srv.AddResource(mcp.NewResource(uri, "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, Text: "a"}}, nil
-	})
-	ip := inproc.New(srv)
 	deny := func(ctx context.Context, c *Call, next Invoker) (any, error) {
 		if c.Method() == "resources/subscribe" {
 			pctx, cancel := context.WithTimeout(ctx, time.Millisecond) // the user never answered
@@ -41,7 +36,7 @@ func TestRefusedSubscribeIsNotRecorded(t *testing.T) {
 		return next(ctx, c)
 	}
 	m, clock, verdicts := idleManager(t, WithInterceptor(deny))
-	mustAdd(t, m, "s", ServerSpec{Dialer: func(ctx context.Context) (Conn, error) { return ip.Dial(ctx) }, IdleTimeout: testIdle})
+	mustAdd(t, m, "s", ServerSpec{Dialer: InProcess(subscribable(uri)), IdleTimeout: testIdle})
 	mustWait(t, m, "s", lifecycle.Connected)
 	err := m.SubscribeResource(testCtx(t), "s", uri)
 	t.Logf("SubscribeResource: %v", err)
@@ -225,12 +220,7 @@ func TestIdleApprovalWaitIsUse(t *testing.T) {
 // An unsubscribe the interceptor refuses never reaches the server, so the
 // host keeps the subscription too: it renews it, and the idle check sees it.
 func TestRefusedUnsubscribeKeepsTheSubscription(t *testing.T) {
-	srv := server.NewMCPServer("sub", "1.0", server.WithResourceCapabilities(true, false))
 	const uri = "test://a"
-	srv.AddResource(mcp.NewResource(uri, "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, Text: "a"}}, nil
-	})
-	ip := inproc.New(srv)
 	deny := func(ctx context.Context, c *Call, next Invoker) (any, error) {
 		if c.Method() == "resources/unsubscribe" {
 			return nil, errors.New("policy: keep watching")
@@ -238,7 +228,7 @@ func TestRefusedUnsubscribeKeepsTheSubscription(t *testing.T) {
 		return next(ctx, c)
 	}
 	m, clock, verdicts := idleManager(t, WithInterceptor(deny))
-	mustAdd(t, m, "s", ServerSpec{Dialer: func(ctx context.Context) (Conn, error) { return ip.Dial(ctx) }, IdleTimeout: testIdle})
+	mustAdd(t, m, "s", ServerSpec{Dialer: InProcess(subscribable(uri)), IdleTimeout: testIdle})
 	mustWait(t, m, "s", lifecycle.Connected)
 	if err := m.SubscribeResource(testCtx(t), "s", uri); err != nil {
 		t.Fatal(err)

@@ -45,11 +45,7 @@ func TestHost(t *testing.T) {
 		"web":    map[string]any{"url": web.URL()},
 	})
 
-	stdin, in := io.Pipe()
-	out := newLineLog()
-	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, []string{"-config", path}, stdin, out) }()
-	h := &driver{t: t, ctx: ctx, in: in, out: out}
+	h := startHost(ctx, t, path)
 
 	for _, name := range []string{"a", "b", "web"} {
 		h.expectEvent(" " + name + " Connecting -> Connected (generation 1)")
@@ -150,22 +146,10 @@ func TestHost(t *testing.T) {
 
 	h.send("help")
 	h.expect("commands:")
-	h.send("quit")
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("run: %v\n%s", err, out)
-		}
-	case <-ctx.Done():
-		t.Fatalf("run did not return after quit\n%s", out)
-	}
-	in.Close() // ends the host's stdin reader
+	h.quit()
 	h.expectEvent(" a Connected -> Closed")
 	h.expectEvent(" c Connected -> Closed")
-	proctest.NoChildren(t)
-	if t.Failed() || testing.Verbose() {
-		t.Logf("output:\n%s", out)
-	}
+	h.finish()
 }
 
 // TestHostIdle: a server with an idle timeout is closed once unused for
@@ -182,11 +166,7 @@ func TestHostIdle(t *testing.T) {
 		return e
 	}
 	writeConfig(t, path, map[string]any{"a": stdioEntry(faultserver.ModeNormal), "i": idler("300ms")})
-	stdin, in := io.Pipe()
-	out := newLineLog()
-	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, []string{"-config", path}, stdin, out) }()
-	h := &driver{t: t, ctx: ctx, in: in, out: out}
+	h := startHost(ctx, t, path)
 
 	h.expectEvent(" a Connecting -> Connected (generation 1)")
 	h.expectEvent(" i Connecting -> Connected (generation 1)")
@@ -211,20 +191,8 @@ func TestHostIdle(t *testing.T) {
 	h.send("status")
 	h.expectRow("i", "Connected", "2", "5", "0", "-", "after", "1h0m0s")
 
-	h.send("quit")
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("run: %v\n%s", err, out)
-		}
-	case <-ctx.Done():
-		t.Fatalf("run did not return after quit\n%s", out)
-	}
-	in.Close()
-	proctest.NoChildren(t)
-	if t.Failed() || testing.Verbose() {
-		t.Logf("output:\n%s", out)
-	}
+	h.quit()
+	h.finish()
 }
 
 // TestHostEOF checks that the end of stdin quits like quit does, and that
@@ -281,15 +249,51 @@ func writeConfig(t *testing.T, path string, servers map[string]any) {
 
 // driver types commands into the host and reads what it prints.
 type driver struct {
-	t   *testing.T
-	ctx context.Context
-	in  io.Writer
-	out *lineLog
+	t    *testing.T
+	ctx  context.Context
+	in   *io.PipeWriter
+	out  *lineLog
+	errc chan error // what run returned
 	// sent is the first line printed after the last command was sent.
 	sent int
 	// mark is the first output line the next expectation looks at: sent,
 	// or the line after the last one expect matched.
 	mark int
+}
+
+// startHost runs the host on the config at path, its stdin a pipe that
+// the driver writes.
+func startHost(ctx context.Context, t *testing.T, path string) *driver {
+	stdin, in := io.Pipe()
+	d := &driver{t: t, ctx: ctx, in: in, out: newLineLog(), errc: make(chan error, 1)}
+	go func() { d.errc <- run(ctx, []string{"-config", path}, stdin, d.out) }()
+	return d
+}
+
+// quit sends quit, waits for the host to return, and closes its stdin,
+// which ends its stdin reader.
+func (d *driver) quit() {
+	d.t.Helper()
+	d.send("quit")
+	select {
+	case err := <-d.errc:
+		if err != nil {
+			d.t.Fatalf("run: %v\n%s", err, d.out)
+		}
+	case <-d.ctx.Done():
+		d.t.Fatalf("run did not return after quit\n%s", d.out)
+	}
+	d.in.Close()
+}
+
+// finish checks that no child outlived the host, and logs its output if
+// the test failed or runs verbose.
+func (d *driver) finish() {
+	d.t.Helper()
+	proctest.NoChildren(d.t)
+	if d.t.Failed() || testing.Verbose() {
+		d.t.Logf("output:\n%s", d.out)
+	}
 }
 
 func (d *driver) send(cmd string) {
@@ -449,11 +453,7 @@ func TestHostToolFilter(t *testing.T) {
 	a["tools"] = map[string]any{"deny": []string{"big"}}
 	writeConfig(t, path, map[string]any{"a": a})
 
-	stdin, in := io.Pipe()
-	out := newLineLog()
-	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, []string{"-config", path}, stdin, out) }()
-	h := &driver{t: t, ctx: ctx, in: in, out: out}
+	h := startHost(ctx, t, path)
 	h.expectEvent(" a Connecting -> Connected (generation 1)")
 
 	h.send("tools a")
@@ -500,18 +500,6 @@ func TestHostToolFilter(t *testing.T) {
 	h.send("status")
 	h.expectRow("a", "Connected", "1", "4")
 
-	h.send("quit")
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("run: %v\n%s", err, out)
-		}
-	case <-ctx.Done():
-		t.Fatalf("run did not return after quit\n%s", out)
-	}
-	in.Close()
-	proctest.NoChildren(t)
-	if t.Failed() || testing.Verbose() {
-		t.Logf("output:\n%s", out)
-	}
+	h.quit()
+	h.finish()
 }

@@ -199,11 +199,19 @@ func (s *Server) Stop() {
 		return
 	}
 	close(stopped)
+	Halt(srv, served, impl.shutdown)
+}
+
+// Halt closes srv and every connection at once, waits for its Serve to
+// return (served is closed then), and gives shutdown two seconds to end
+// the MCP server's sessions: how the test servers stop, as a crashing
+// process would.
+func Halt(srv *http.Server, served <-chan struct{}, shutdown func(context.Context)) {
 	_ = srv.Close()
 	<-served
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	impl.shutdown(ctx)
+	shutdown(ctx)
 }
 
 func (s *Server) middleware(next http.Handler, stopped <-chan struct{}) http.Handler {

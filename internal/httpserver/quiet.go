@@ -96,9 +96,5 @@ func (q *Quiet) Stop() {
 	if srv == nil {
 		return
 	}
-	_ = srv.Close()
-	<-served
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = streamable.Shutdown(ctx)
+	Halt(srv, served, func(ctx context.Context) { _ = streamable.Shutdown(ctx) })
 }

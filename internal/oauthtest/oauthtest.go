@@ -190,11 +190,7 @@ func (s *Server) Stop() {
 	if srv == nil {
 		return
 	}
-	_ = srv.Close()
-	<-served
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = m.Shutdown(ctx)
+	httpserver.Halt(srv, served, func(ctx context.Context) { _ = m.Shutdown(ctx) })
 }
 
 func (s *Server) start(addr string) error {
