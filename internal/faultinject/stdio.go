@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -119,7 +120,15 @@ func serveStdio() int {
 	countFile := os.Getenv(EnvCountFile)
 	out := &cutWriter{w: os.Stdout}
 	h := hooks{
-		count: func() int64 { return countRun(countFile) },
+		count: func() int64 {
+			if out.dying.Load() {
+				// The fault answer is going out and the process exits
+				// next: a call the client sent on seeing that answer
+				// must not run (nor count) in the meantime.
+				select {}
+			}
+			return countRun(countFile)
+		},
 		ran: func(_ context.Context, tool string, n int64) {
 			if n != 1 {
 				return // the fault strikes on the first run only
@@ -174,6 +183,9 @@ type cutWriter struct {
 	mu    sync.Mutex
 	w     io.Writer
 	point Point
+	// dying is set before the fault answer is written: from then on no
+	// counted tool runs.
+	dying atomic.Bool
 }
 
 func (c *cutWriter) arm(p Point) {
@@ -188,6 +200,7 @@ func (c *cutWriter) Write(p []byte) (int, error) {
 	if c.point == None || !bytes.Contains(p, []byte(ExecutedText)) {
 		return c.w.Write(p)
 	}
+	c.dying.Store(true)
 	switch c.point {
 	case MidResponse:
 		_, _ = c.w.Write(p[:len(p)/2])
