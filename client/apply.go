@@ -229,7 +229,9 @@ func (s *slot) apply(ctx context.Context, spec ServerSpec, key string, disabled 
 		}
 		return applyRestarted, nil
 	}
-	s.setIdleTimeout(spec.IdleTimeout) // not in the key: no restart
+	if err := s.setIdleTimeout(spec.IdleTimeout); err != nil { // not in the key: no restart
+		return applyFailed, err
+	}
 	switch {
 	case disabled && !wasOff:
 		return applyDisabled, s.disable(ctx)

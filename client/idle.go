@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -16,6 +17,26 @@ import (
 // when the server could next be idle. A busy server (a request in flight,
 // a server request being answered, a resource subscription) is looked at
 // again a whole timeout later.
+
+// SetIdleTimeout changes the idle timeout of server name (see
+// ServerSpec.IdleTimeout) in place: no reconnect, no new generation. A
+// connected server's check counts the new timeout from its last use (from
+// now, if it had no timeout before), so a shorter one may close it at
+// once; zero turns the check off.
+//
+// For a server that came from a config, the next Apply puts the entry's
+// idleTimeout back.
+func (m *Manager) SetIdleTimeout(name string, d time.Duration) error {
+	if d < 0 {
+		return &ServerError{Server: name, Op: "set idle timeout",
+			Err: fmt.Errorf("%w: idleTimeout: must not be negative, got %v", ErrInvalidSpec, d)}
+	}
+	s, err := m.slot(name)
+	if err != nil {
+		return withOp("set idle timeout", name, err)
+	}
+	return withOp("set idle timeout", name, s.setIdleTimeout(d))
+}
 
 // idleVerdict is what one idle check found, for tests (Manager.onIdle).
 type idleVerdict int

@@ -306,6 +306,64 @@ func TestIdleTimeoutApplyInPlace(t *testing.T) {
 	rec.waitStates(t, "s", "Connecting", "Connected", "Disconnected")
 }
 
+// TestSetIdleTimeout: SetIdleTimeout gives an added server an idle timeout
+// with no restart, counted from now; zero turns it off; a negative one, an
+// unknown server and a closed Manager are errors that name the server.
+func TestSetIdleTimeout(t *testing.T) {
+	m, clock, verdicts := idleManager(t)
+	rec := record(m)
+	ts := newTestServer()
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+	mustWait(t, m, "s", lifecycle.Connected)
+
+	err := m.SetIdleTimeout("s", -time.Second)
+	if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), `"s"`) || !strings.Contains(err.Error(), "idleTimeout") {
+		t.Fatalf("negative timeout: %v", err)
+	}
+	if err := m.SetIdleTimeout("nope", time.Minute); !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("unknown server: %v", err)
+	}
+	if n := clock.Pending(); n != 0 {
+		t.Fatalf("%d timers pending with no idle timeout", n)
+	}
+
+	clock.Advance(time.Hour) // unused for an hour before it had a timeout
+	if err := m.SetIdleTimeout("s", testIdle); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := m.Status("s"); st.IdleTimeout != testIdle || st.State != lifecycle.Connected || st.Generation != 1 {
+		t.Fatalf("status: idle timeout %v, %s, generation %d", st.IdleTimeout, st.State, st.Generation)
+	}
+	// Counted from the call: a check counted from the last use, an hour
+	// ago, would be due at once and not wait on the clock.
+	if n := clock.Pending(); n != 1 {
+		t.Fatalf("%d timers pending; want the idle check", n)
+	}
+	clock.Advance(testIdle)
+	nextVerdict(t, verdicts, idleClosed)
+	mustIdleClose(t, m, rec, clock, "s", 1)
+
+	mustEcho(t, m, "s") // generation 2, under the same timeout
+	if err := m.SetIdleTimeout("s", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := clock.Pending(); n != 0 {
+		t.Fatalf("%d timers pending with the idle timeout off", n)
+	}
+	clock.Advance(time.Hour)
+	if st, _ := m.Status("s"); st.State != lifecycle.Connected || st.Generation != 2 || st.IdleTimeout != 0 {
+		t.Fatalf("with the timeout off: %s, generation %d, idle timeout %v", st.State, st.Generation, st.IdleTimeout)
+	}
+	rec.waitStates(t, "s", "Connecting", "Connected", "Disconnected", "Connecting", "Connected")
+
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetIdleTimeout("s", time.Minute); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
 // TestIdleNotificationIsUse: a notification from the server counts as use
 // of it.
 func TestIdleNotificationIsUse(t *testing.T) {

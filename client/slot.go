@@ -643,32 +643,37 @@ func (s *slot) idleLocked(timeout time.Duration) {
 }
 
 // setIdleTimeout changes the slot's idle timeout in place, with no
-// restart: Apply's way with an entry whose idleTimeout alone changed. A
-// connected runtime's check is re-armed for the new timeout, counted from
-// its last use (from now, if it had no timeout before).
-func (s *slot) setIdleTimeout(d time.Duration) {
+// restart: SetIdleTimeout's way, and Apply's with an entry whose
+// idleTimeout alone changed. A connected runtime's check is re-armed for
+// the new timeout, counted from its last use (from now, if it had no
+// timeout before).
+func (s *slot) setIdleTimeout(d time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.state == lifecycle.Closed {
+		return serverError(ErrClosed, s.name, nil)
+	}
 	old := s.config()
 	if old.spec.IdleTimeout == d {
-		return
+		return nil
 	}
 	c := *old
 	c.spec.IdleTimeout = d
 	s.cfg.Store(&c)
 	l := s.lease
 	if l == nil {
-		return
+		return nil
 	}
 	if d <= 0 {
 		stopIdleLocked(l)
-		return
+		return nil
 	}
 	now := s.m.opts.clock.Now()
 	if old.spec.IdleTimeout <= 0 {
 		l.lastUse.Store(now.UnixNano()) // not kept up to date until now
 	}
 	s.armIdleLocked(l, time.Unix(0, l.lastUse.Load()).Add(d).Sub(now))
+	return nil
 }
 
 // stderrOf returns the last lines a connection's server wrote to stderr, if

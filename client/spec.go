@@ -45,8 +45,8 @@ type ServerSpec struct {
 	// slot moves to Disconnected with the cause ErrIdleTimeout, and its
 	// catalog stays published; the next request starts it again and waits
 	// for it, as for a lazy server. The Manager's own idle probes do not
-	// count as use. Changing it through Apply takes effect without a
-	// restart. Zero means never.
+	// count as use. Changing it through Apply or Manager.SetIdleTimeout
+	// takes effect without a restart. Zero means never.
 	IdleTimeout time.Duration
 	// Reconnect overrides the manager's reconnect policy for this server.
 	Reconnect *lifecycle.Policy
