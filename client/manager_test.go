@@ -73,13 +73,15 @@ func TestCallDuringReconnectingGivesUnavailableAfterReadyTimeout(t *testing.T) {
 	}
 
 	// The caller's context bounds the wait too, and its ending is the
-	// caller's own error: the context's, and no sentinel (issue 17).
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
+	// caller's own error: the context's, and no sentinel (issue 17). No
+	// in-flight limit, so that a context that ends before the call gets to
+	// wait for the server (a loaded machine) still ends in that wait.
 	m2 := newTestManager(t, WithPolicy(lifecycle.Policy{InitialInterval: time.Hour, MaxAttempts: -1}), WithReadyTimeout(time.Hour))
 	ts2 := newTestServer()
 	ts2.SetDialError(errDown)
-	mustAdd(t, m2, "s", ServerSpec{Dialer: ts2.dialer()})
+	mustAdd(t, m2, "s", ServerSpec{Dialer: ts2.dialer(), MaxInFlight: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
 	_, err = m2.CallTool(ctx, "s", "echo", nil)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) ||
 		!strings.Contains(err.Error(), `"s"`) || !strings.Contains(err.Error(), "Connecting") {
