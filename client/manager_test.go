@@ -294,7 +294,10 @@ func TestTimeoutsTripHealthOnlyForTheirGeneration(t *testing.T) {
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)
 	call := func() error {
-		_, err := m.CallTool(testCtx(t), "s", "block", nil, WithCallTimeout(5*time.Millisecond))
+		// Long enough that the call reaches the server before it times
+		// out, even on a loaded machine: one that times out waiting for
+		// an in-flight slot never had a runtime to count against.
+		_, err := m.CallTool(testCtx(t), "s", "block", nil, WithCallTimeout(100*time.Millisecond))
 		return err
 	}
 	if err := call(); !errors.Is(err, context.DeadlineExceeded) {
