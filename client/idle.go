@@ -27,9 +27,8 @@ import (
 // For a server that came from a config, the next Apply puts the entry's
 // idleTimeout back.
 func (m *Manager) SetIdleTimeout(name string, d time.Duration) error {
-	if d < 0 {
-		return &ServerError{Server: name, Op: "set idle timeout",
-			Err: fmt.Errorf("%w: idleTimeout: must not be negative, got %v", ErrInvalidSpec, d)}
+	if err := validateIdleTimeout(d); err != nil {
+		return &ServerError{Server: name, Op: "set idle timeout", Err: fmt.Errorf("%w: %w", ErrInvalidSpec, err)}
 	}
 	s, err := m.slot(name)
 	if err != nil {

@@ -100,8 +100,8 @@ func (s ServerSpec) Validate() error {
 	if s.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("mcpfleet: spec: timeout: must not be negative, got %v", s.Timeout))
 	}
-	if s.IdleTimeout < 0 {
-		errs = append(errs, fmt.Errorf("mcpfleet: spec: idleTimeout: must not be negative, got %v", s.IdleTimeout))
+	if err := validateIdleTimeout(s.IdleTimeout); err != nil {
+		errs = append(errs, err)
 	}
 	if s.Reconnect != nil {
 		if err := s.Reconnect.Validate(); err != nil {
@@ -115,6 +115,15 @@ func (s ServerSpec) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateIdleTimeout is Validate's check of IdleTimeout, which
+// SetIdleTimeout makes too.
+func validateIdleTimeout(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("mcpfleet: spec: idleTimeout: must not be negative, got %v", d)
+	}
+	return nil
 }
 
 // dialer returns how to open a connection for one attempt, under the
