@@ -7,7 +7,7 @@ CONFORMANCE_DIR := testdata/conformance
 
 .PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak
 
-# go test ./... includes internal/conformance: the MCP conformance suite's
+# go test ./... includes internal/testkit/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
 # otel/ is a module of its own (so that the core requires no OpenTelemetry):
 # ./... of the core does not reach it, so it is vetted and tested apart.
@@ -42,7 +42,7 @@ $(CONFORMANCE_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_DIR)/package.j
 
 # The conformance run alone, with one line per scenario.
 conformance: conformance-npm
-	$(GO) test -count=1 -run '^TestClientSuite$$' -v ./internal/conformance/
+	$(GO) test -count=1 -run '^TestClientSuite$$' -v ./internal/testkit/conformance/
 
 # Benchmarks behind BENCHMARKS.md; compare with benchstat -col /impl.
 bench: npm
@@ -60,4 +60,4 @@ SOAK ?= 10m
 SOAK_TIMEOUT ?= 30m
 
 soak: npm
-	SOAK=$(SOAK) $(GO) test -race -count=1 -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) -v ./internal/soak/
+	SOAK=$(SOAK) $(GO) test -race -count=1 -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) -v ./internal/testkit/soak/

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"testing"
 
-	"github.com/mcpfleet/mcpfleet/internal/faultserver"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 

@@ -3,7 +3,7 @@ package client
 import (
 	"testing"
 
-	"github.com/mcpfleet/mcpfleet/internal/gosdkserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )

@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcpfleet/mcpfleet/internal/fakeclock"
-	"github.com/mcpfleet/mcpfleet/internal/gosdkserver"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )

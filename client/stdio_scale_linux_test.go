@@ -19,8 +19,8 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/mcpfleet/mcpfleet/internal/gosdkserver"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )

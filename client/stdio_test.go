@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/faultserver"
-	"github.com/mcpfleet/mcpfleet/internal/gosdkserver"
-	"github.com/mcpfleet/mcpfleet/internal/npmtest"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	mcpotel "github.com/mcpfleet/mcpfleet/otel"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/oauthtest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/oauthtest"
 )
 
 // freePort returns a port nothing listens on, for a callback.

@@ -17,9 +17,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/mcpfleet/mcpfleet/internal/faultserver"
-	"github.com/mcpfleet/mcpfleet/internal/httpserver"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 )
 
 func TestMain(m *testing.M) {

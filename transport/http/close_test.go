@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 

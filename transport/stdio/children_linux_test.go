@@ -5,7 +5,7 @@ package stdio
 import (
 	"testing"
 
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 )
 
 // noChildren checks that no child or zombie of the test process is left.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 
-	"github.com/mcpfleet/mcpfleet/internal/faultserver"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 )
 
 // Tests that look at processes through /proc or kill them from outside.

@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpfleet/mcpfleet/internal/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 )
 
 // TestConnectListCall is the Manager's path: Dial, start an mcp-go client

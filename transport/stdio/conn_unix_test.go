@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 )
 
 // Tests that need a Unix child: sh, #! scripts, execute permissions, an

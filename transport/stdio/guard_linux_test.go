@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/faultserver"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 )
 
 // TestGuardInGroup: each child's group has a guard, a child of ours

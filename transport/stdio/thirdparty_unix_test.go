@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcpfleet/mcpfleet/internal/npmtest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 )
 
 // TestThirdPartyKilled: a Node server killed from outside is noticed at

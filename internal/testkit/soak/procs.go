@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 )
 
 // childrenWithEnv returns the live (not zombie) children of this process

@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/mcpfleet/mcpfleet/internal/faultinject"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultinject"
 )
 
 func TestMain(m *testing.M) {

@@ -17,7 +17,7 @@ const Dir = "testdata/npm"
 // Root returns the module root, found from this source file's location.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // Bin returns the absolute path of an executable that the pinned npm

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/npmtest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 )
 
 // Everything modes: the transports @modelcontextprotocol/server-everything

@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/mcpfleet/mcpfleet/internal/gosdkserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver"
 )
 
 func main() {

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/npmtest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 )
 
 // npmDir is the npm project that pins the suite and the Node 22 it needs.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 

@@ -52,7 +52,7 @@ func (r *run) summary(w io.Writer) {
 	p("### Soak, %v: %s", r.cfg.duration, verdict)
 	p("")
 	p("```sh")
-	p("SOAK=%v SOAK_SEED=%d go test -race -count=1 -run '^TestSoak$' -v ./internal/soak/", r.cfg.duration, r.cfg.seed)
+	p("SOAK=%v SOAK_SEED=%d go test -race -count=1 -run '^TestSoak$' -v ./internal/testkit/soak/", r.cfg.duration, r.cfg.seed)
 	p("```")
 	p("")
 	p("%d servers (%s), %d callers (echo, %v timeout each), a fault every %v–%v on a connected server; "+

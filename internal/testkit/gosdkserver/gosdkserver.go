@@ -48,7 +48,7 @@ func Command() Invocation {
 // after the first time.
 func Build(dir string) (Invocation, error) {
 	bin := filepath.Join(dir, "gosdkserver")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpfleet/mcpfleet/internal/gosdkserver/cmd/gosdkserver").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver/cmd/gosdkserver").CombinedOutput()
 	if err != nil {
 		return Invocation{}, fmt.Errorf("gosdkserver: go build: %v\n%s", err, out)
 	}

@@ -11,7 +11,7 @@
 // user: when the server needs authorization it follows the authorization
 // URL (the suite's authorization server approves at once and redirects)
 // and hands the redirect to CompleteAuthorization, as a host would after
-// the user approved in a browser. internal/conformance/baseline.json lists
+// the user approved in a browser. internal/testkit/conformance/baseline.json lists
 // the scenarios expected to fail.
 package main
 

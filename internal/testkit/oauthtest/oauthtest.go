@@ -33,7 +33,7 @@ import (
 	"github.com/go-oauth2/oauth2/v4/store"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcpfleet/mcpfleet/internal/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
