@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
@@ -95,4 +96,47 @@ func (m *Manager) AuthorizeLoopback(ctx context.Context, name string, open func(
 	}
 	s.authorized()
 	return nil
+}
+
+// authURL returns the URL of the authorization waiting for the user, if
+// any. It takes the Authorizer's lock, a leaf.
+func (s *slot) authURL() string {
+	if a := s.config().auth; a != nil {
+		return a.Pending()
+	}
+	return ""
+}
+
+// needsAuthorization reports that a request on l found that only the user
+// can authorize the server (a refused refresh token, a step-up). If l is
+// still the slot's lease, the slot detaches it, closes it in the background
+// and waits in NeedsAuthorization; no budget is spent.
+func (s *slot) needsAuthorization(l *lease, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease != l {
+		return
+	}
+	s.goCloseLeaseLocked(s.detachLocked())
+	s.lastErr = cause
+	s.setStateLocked(lifecycle.NeedsAuthorization, cause)
+}
+
+// authorizationErrorLocked is the error of a call made while the slot
+// needs authorization.
+func (s *slot) authorizationErrorLocked() error {
+	return &ServerError{Server: s.name, Err: &AuthorizationError{URL: s.authURL(), Cause: notCanceled(s.lastErr)}}
+}
+
+// authorized is told that the user completed the server's authorization:
+// a slot waiting for it dials at once, under a fresh budget. In any other
+// state the new token is simply used from the next request on.
+func (s *slot) authorized() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != lifecycle.NeedsAuthorization {
+		return
+	}
+	s.budget.Reset()
+	s.redialLocked()
 }

@@ -79,19 +79,22 @@ var (
 //
 //	mcpfleet: server "github": call tool create_issue: outcome unknown: ...
 type ServerError struct {
-	Server string
+	Server string // empty when no server could be named (Call of an unknown qualified name)
 	Op     string // "call tool create_issue", "enable", "wait for Connected", ...
 	Err    error
 }
 
 func (e *ServerError) Error() string {
 	var b strings.Builder
-	b.WriteString("mcpfleet: server ")
-	b.WriteString(strconv.Quote(e.Server))
-	if e.Op != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Op)
+	b.WriteString("mcpfleet: ")
+	if e.Server != "" {
+		b.WriteString("server ")
+		b.WriteString(strconv.Quote(e.Server))
+		if e.Op != "" {
+			b.WriteString(": ")
+		}
 	}
+	b.WriteString(e.Op)
 	if e.Err != nil {
 		b.WriteString(": ")
 		// One prefix: errors of mcpfleet's transports inside the chain

@@ -51,7 +51,7 @@ func TestOneErrorShape(t *testing.T) {
 		{"nope", "get prompt p", ErrUnknownServer, func() error { _, err := m.GetPrompt(ctx, "nope", "p", nil); return err }},
 		{"nope", "read resource r://x", ErrUnknownServer, func() error { _, err := m.ReadResource(ctx, "nope", "r://x"); return err }},
 		{"nope", "subscribe r://x", ErrUnknownServer, func() error { return m.SubscribeResource(ctx, "nope", "r://x") }},
-		{"nope", "set level", ErrUnknownServer, func() error { return m.SetLevel(ctx, "nope", "info") }},
+		{"nope", "set level info", ErrUnknownServer, func() error { return m.SetLevel(ctx, "nope", "info") }},
 		{"up", "add", ErrDuplicateServer, func() error { return m.Add(ctx, "up", ServerSpec{Dialer: ts.dialer()}) }},
 		{"bad", "add", ErrInvalidSpec, func() error { return m.Add(ctx, "bad", ServerSpec{Stdio: &stdio.Spec{}}) }},
 		{"off", "call tool echo", ErrDisabled, func() error { _, err := m.CallTool(ctx, "off", "echo", nil); return err }},

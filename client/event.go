@@ -1,10 +1,10 @@
 package client
 
 import (
-	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
 
+	"github.com/mcpfleet/mcpfleet/internal/inproc"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver"
-	"github.com/mcpfleet/mcpfleet/internal/inproc"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 

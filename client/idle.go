@@ -157,3 +157,52 @@ func (m *Manager) afterFunc(d time.Duration, f func()) (stop func() bool) {
 		return stopTimer()
 	}
 }
+
+// idleLocked closes the runtime of a server that went unused for timeout:
+// detached, it is closed in the background (a stdio child reaped, an HTTP
+// session deleted), and the slot waits in Disconnected, its catalog still
+// published, for the next request to start it under a fresh budget.
+func (s *slot) idleLocked(timeout time.Duration) {
+	l := s.detachLocked()
+	s.budget.Reset()
+	s.nextRetry = time.Time{}
+	s.setStateLocked(lifecycle.Disconnected, fmt.Errorf("%w: no use for %v", ErrIdleTimeout, timeout))
+	s.idleSince = s.stateSince
+	if l != nil {
+		s.goCloseLeaseLocked(l)
+	}
+}
+
+// setIdleTimeout changes the slot's idle timeout in place, with no
+// restart: SetIdleTimeout's way, and Apply's with an entry whose
+// idleTimeout alone changed. A connected runtime's check is re-armed for
+// the new timeout, counted from its last use (from now, if it had no
+// timeout before).
+func (s *slot) setIdleTimeout(d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == lifecycle.Closed {
+		return serverError(ErrClosed, s.name, nil)
+	}
+	old := s.config()
+	if old.spec.IdleTimeout == d {
+		return nil
+	}
+	c := *old
+	c.spec.IdleTimeout = d
+	s.cfg.Store(&c)
+	l := s.lease
+	if l == nil {
+		return nil
+	}
+	if d <= 0 {
+		stopIdleLocked(l)
+		return nil
+	}
+	now := s.m.opts.clock.Now()
+	if old.spec.IdleTimeout <= 0 {
+		l.lastUse.Store(now.UnixNano()) // not kept up to date until now
+	}
+	s.armIdleLocked(l, time.Unix(0, l.lastUse.Load()).Add(d).Sub(now))
+	return nil
+}

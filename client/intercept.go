@@ -188,18 +188,14 @@ func WithServerRequestInterceptor(ics ...ServerRequestInterceptor) Option {
 	}
 }
 
-// intercept runs the host's interceptors around a request of method on
-// server about name with args; send makes the request with the arguments
-// the chain passes on, noting the generation it went to in gen. op names
-// the operation in errors, as the public method does (op, or op and name),
-// so that interceptors see the error its caller will.
-func intercept[T any](ctx context.Context, m *Manager, server, method, name string, op string, args any,
-	send func(ctx context.Context, args any, gen *uint64) (T, error)) (T, error) {
+// intercept runs the host's interceptors around r on s: the second step of
+// the request pipeline (see run). The last link sends the request with the
+// arguments the chain passes on, noting the generation it went to. Errors
+// are named with the operation, as run names them, so that interceptors
+// see the error their caller will.
+func intercept[T any](ctx context.Context, s *slot, r request[T], opts []CallOption) (T, error) {
 	var zero T
-	s, err := m.slot(server)
-	if err != nil {
-		return zero, err
-	}
+	server, op := s.name, r.op+" "+r.name
 	s.mu.Lock()
 	gen := s.gen
 	s.mu.Unlock()
@@ -217,19 +213,22 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name stri
 	c := &struct {
 		Call
 		passed atomic.Bool // the request got past every interceptor
-	}{Call: Call{server: server, method: method, name: name, gen: gen, Arguments: args}}
+	}{Call: Call{server: server, method: r.method, name: r.name, gen: gen, Arguments: r.args}}
 	last := func(ctx context.Context, cc *Call) (any, error) {
 		if cc == nil {
 			cc = &c.Call
 		}
 		c.passed.Store(true) // what fails from here on is no refusal
 		args := cc.Arguments
-		if method == string(mcp.MethodPromptsGet) && args != nil {
+		if r.method == string(mcp.MethodPromptsGet) && args != nil {
 			if _, ok := args.(map[string]string); !ok {
-				return nil, withOp(op, server, fmt.Errorf("mcpfleet: an interceptor set prompt arguments of type %T, want map[string]string", args))
+				return nil, withOp(op, server, fmt.Errorf("an interceptor set prompt arguments of type %T, want map[string]string", args))
 			}
 		}
-		res, err := send(ctx, args, &cc.gen)
+		if r.accepted != nil {
+			r.accepted(s)
+		}
+		res, err := do(ctx, s, r, args, opts, &cc.gen)
 		if err != nil {
 			return nil, withOp(op, server, err)
 		}
@@ -238,7 +237,7 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name stri
 		}
 		return res, nil
 	}
-	out, err := chain(ctx, m.opts.interceptors, &c.Call, last)
+	out, err := chain(ctx, s.m.opts.interceptors, &c.Call, last)
 	if err != nil {
 		if !c.passed.Load() {
 			err = serverError(ErrRefused, server, err)
@@ -250,7 +249,7 @@ func intercept[T any](ctx context.Context, m *Manager, server, method, name stri
 	}
 	res, ok := out.(T)
 	if !ok || omitNil(out) == nil { // omitNil: a typed nil too
-		return zero, withOp(op, server, fmt.Errorf("mcpfleet: an interceptor returned %T for %s, want %T", out, method, zero))
+		return zero, withOp(op, server, fmt.Errorf("an interceptor returned %T for %s, want %T", out, r.method, zero))
 	}
 	return res, nil
 }

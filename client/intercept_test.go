@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
@@ -523,9 +524,10 @@ func TestInterceptorConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// BenchmarkInterceptChain times the interceptor machinery alone, with a
-// send that answers at once: what a chain of n pass-through interceptors
-// adds to a request, apart from the request (see BENCHMARKS.md).
+// BenchmarkInterceptChain times the interceptor machinery and the
+// pipeline around it, with a send that answers at once on a connected
+// server: what a chain of n pass-through interceptors adds to a request,
+// apart from the exchange (see BENCHMARKS.md).
 func BenchmarkInterceptChain(b *testing.B) {
 	ctx := context.Background()
 	pass := func(ctx context.Context, c *Call, next Invoker) (any, error) { return next(ctx, c) }
@@ -535,13 +537,24 @@ func BenchmarkInterceptChain(b *testing.B) {
 		b.Run(fmt.Sprintf("interceptors=%d", n), func(b *testing.B) {
 			m := New(WithInterceptor(slices.Repeat([]Interceptor{pass}, n)...))
 			defer m.Close()
-			if err := m.Add(ctx, "s", ServerSpec{Dialer: newTestServer().dialer(), Lazy: true}); err != nil {
+			if err := m.Add(ctx, "s", ServerSpec{Dialer: newTestServer().dialer()}); err != nil {
 				b.Fatal(err)
 			}
+			if err := m.WaitFor(ctx, "s", lifecycle.Connected); err != nil {
+				b.Fatal(err)
+			}
+			s, err := m.slot("s")
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := request[*mcp.CallToolResult]{method: "tools/call", name: "echo", op: opCallTool, args: args,
+				replay: toolReplayable,
+				send: func(context.Context, *slot, *mcpclient.Client, string, any) (*mcp.CallToolResult, error) {
+					return res, nil
+				}}
 			b.ReportAllocs()
 			for b.Loop() {
-				_, err := intercept(ctx, m, "s", "tools/call", "echo", "call tool echo", args,
-					func(context.Context, any, *uint64) (*mcp.CallToolResult, error) { return res, nil })
+				_, err := intercept(ctx, s, r, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -23,32 +23,18 @@ type LogMessage struct {
 // 2026-07-28 protocol mcp-go sends the level in the _meta of each request
 // rather than with logging/setLevel. Like a call, SetLevel waits for a
 // server that is connecting; if it fails the level is still remembered.
-func (m *Manager) SetLevel(ctx context.Context, server string, level mcp.LoggingLevel) (err error) {
-	defer func() { err = withOp("set level", server, err) }()
-	s, err := m.slot(server)
-	if err != nil {
-		return err
-	}
-	if len(m.opts.interceptors) > 0 {
-		// A level an interceptor refused is not remembered either.
-		_, err = intercept(ctx, m, server, "logging/setLevel", string(level), "set level", nil,
-			func(ctx context.Context, _ any, gen *uint64) (struct{}, error) {
-				s.setLogLevel(level)
-				return m.sendLevel(ctx, server, level, gen)
-			})
-		return err
-	}
-	s.setLogLevel(level)
-	_, err = m.sendLevel(ctx, server, level, nil)
+func (m *Manager) SetLevel(ctx context.Context, server string, level mcp.LoggingLevel) error {
+	// A level an interceptor refused is not remembered.
+	_, err := run(ctx, m, server, request[struct{}]{
+		method: string(mcp.MethodSetLogLevel), name: string(level), op: "set level",
+		replay: alwaysReplayable, send: sendLevel,
+		accepted: func(s *slot) { s.setLogLevel(level) },
+	}, nil)
 	return err
 }
 
-// sendLevel is SetLevel's request, past the interceptors.
-func (m *Manager) sendLevel(ctx context.Context, server string, level mcp.LoggingLevel, gen *uint64) (struct{}, error) {
-	return do(ctx, m, server, call{"logging/setLevel", string(level)}, gen, nil, alwaysReplayable,
-		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
-			return struct{}{}, setLevel(ctx, c, level)
-		})
+func sendLevel(ctx context.Context, _ *slot, c *mcpclient.Client, level string, _ any) (struct{}, error) {
+	return struct{}{}, setLevel(ctx, c, mcp.LoggingLevel(level))
 }
 
 func setLevel(ctx context.Context, c *mcpclient.Client, level mcp.LoggingLevel) error {
@@ -118,4 +104,12 @@ func slogLevel(l mcp.LoggingLevel) slog.Level {
 	default: // error, critical, alert, emergency
 		return slog.LevelError
 	}
+}
+
+// setLogLevel records the level the host asked for, told again to every
+// new runtime.
+func (s *slot) setLogLevel(level mcp.LoggingLevel) {
+	s.mu.Lock()
+	s.logLevel = level
+	s.mu.Unlock()
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 
 	"golang.org/x/sync/semaphore"
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
 	"github.com/mcpfleet/mcpfleet/internal/machine"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -470,7 +470,12 @@ func TestFailFastStatesAndErrors(t *testing.T) {
 	if _, err := m.CallTool(testCtx(t), "nope", "echo", nil); !errors.Is(err, ErrUnknownServer) {
 		t.Fatalf("unknown: %v", err)
 	}
-	if _, err := m.Call(testCtx(t), "s__nope", nil); !errors.Is(err, ErrToolNotFound) {
+	// By qualified name too: the server is known by its prefix, and says
+	// why it cannot be called, rather than that the tool is unknown.
+	if _, err := m.Call(testCtx(t), "s__echo", nil); !errors.Is(err, ErrDisabled) || errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("disabled, by qualified name: %v", err)
+	}
+	if _, err := m.Call(testCtx(t), "nope__echo", nil); !errors.Is(err, ErrToolNotFound) {
 		t.Fatalf("tool not found: %v", err)
 	}
 	if err := m.Add(testCtx(t), "s", ServerSpec{Dialer: ts.dialer()}); !errors.Is(err, ErrDuplicateServer) {

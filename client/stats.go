@@ -104,3 +104,26 @@ func (m *Manager) Stats() Stats {
 	}
 	return out
 }
+
+// stats returns the slot's counters and gauges as of now.
+func (s *slot) stats(now time.Time) ServerStats {
+	ss := ServerStats{
+		Name:          s.name,
+		Dials:         s.st.dials.Load(),
+		DialFailures:  s.st.dialFailures.Load(),
+		Reconnects:    s.st.reconnects.Load(),
+		Retries:       s.st.retries.Load(),
+		LastRecovery:  time.Duration(s.st.lastRecovery.Load()),
+		WorstRecovery: time.Duration(s.st.worst.Load()),
+	}
+	for i := range ss.Calls {
+		ss.Calls[i] = s.st.calls[i].Load()
+	}
+	s.mu.Lock()
+	ss.State, ss.InState = s.state, now.Sub(s.stateSince)
+	if s.lease != nil {
+		ss.InFlight = s.lease.inflight.Load()
+	}
+	s.mu.Unlock()
+	return ss
+}

@@ -1,9 +1,12 @@
 package client
 
 import (
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
@@ -55,4 +58,68 @@ type ServerStatus struct {
 	// for IdleTimeout, while it stays Disconnected for that reason (the
 	// next request starts it); zero otherwise.
 	IdleSince time.Time
+}
+
+func (s *slot) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.statusLocked(nil)
+}
+
+// quarantinesByServer groups the View's quarantined tools by server, for
+// the statuses of a whole fleet: one walk of them, not one per server.
+func quarantinesByServer(v *catalog.View) map[string][]snapshot.Quarantine {
+	qs := v.Quarantined()
+	if len(qs) == 0 {
+		return nil
+	}
+	out := make(map[string][]snapshot.Quarantine)
+	for _, q := range qs {
+		out[q.Server] = append(out[q.Server], snapshot.Quarantine(q))
+	}
+	return out
+}
+
+// statusLocked returns the slot's status. quarantined, if not nil, is
+// quarantinesByServer of the current View; nil means look them up.
+func (s *slot) statusLocked(quarantined map[string][]snapshot.Quarantine) ServerStatus {
+	st := ServerStatus{
+		Name:         s.name,
+		State:        s.state,
+		Generation:   s.gen,
+		Attempt:      s.budget.Attempts(),
+		NextRetry:    s.nextRetry,
+		LastError:    s.lastErr,
+		CatalogError: s.catalogErr,
+
+		DroppedNotifications: s.dropped.total.Load(),
+	}
+	for i := range s.refused {
+		st.RefusedServerRequests += s.refused[i].total.Load()
+	}
+	if s.state == lifecycle.NeedsAuthorization {
+		st.AuthorizationURL = s.authURL()
+	}
+	st.IdleTimeout = s.config().spec.IdleTimeout
+	st.IdleSince = s.idleSince
+	if l := s.lease; l != nil {
+		st.ConnectedAt = l.connectedAt
+		st.InFlight = l.inflight.Load()
+		st.Protocol = l.protocol
+		st.Stderr = stderrOf(l.conn)
+	} else {
+		st.Stderr = s.lastStderr
+	}
+	v := s.m.pub.View()
+	if c, ok := v.Catalog(s.name); ok {
+		st.Tools = len(c.Tools)
+		st.FilteredTools = s.filteredCountLocked()
+		st.Cached = s.cached
+		st.ServerInfo = c.ServerInfo
+	}
+	if quarantined == nil {
+		quarantined = quarantinesByServer(v)
+	}
+	st.Quarantined = slices.Clone(quarantined[s.name])
+	return st
 }

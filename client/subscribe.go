@@ -26,84 +26,58 @@ import (
 // SubscribeResource returns once the server accepted it (see
 // transport/http's Conn.SubscribeResource). A server that does not declare
 // resources.subscribe refuses it there.
-func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) (err error) {
-	defer func() { err = withOp("subscribe "+uri, server, err) }()
-	s, err := m.slot(server)
-	if err != nil {
-		return err
-	}
+func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
 	// The subscription is recorded before it is sent, so that a runtime
 	// that connects meanwhile renews it; with interceptors, only once they
 	// passed it on: one that refuses or waits for an approval leaves no
 	// trace for a new runtime to renew.
-	var had, recorded bool
-	if len(m.opts.interceptors) > 0 {
-		_, err = intercept(ctx, m, server, "resources/subscribe", uri, "subscribe "+uri, nil,
-			func(ctx context.Context, _ any, gen *uint64) (struct{}, error) {
-				had, recorded = s.addSub(uri), true
-				return m.subscribe(ctx, s, uri, gen)
-			})
-	} else {
-		had, recorded = s.addSub(uri), true
-		_, err = m.subscribe(ctx, s, uri, nil)
-	}
-	if err != nil && recorded && !had && refused(err) {
-		s.dropSub(uri)
+	var (
+		recorded *slot
+		had      bool
+	)
+	_, err := run(ctx, m, server, request[struct{}]{
+		method: string(mcp.MethodResourcesSubscribe), name: uri, op: "subscribe",
+		replay: alwaysReplayable, send: sendSubscribe,
+		accepted: func(s *slot) { recorded, had = s, s.addSub(uri) },
+	}, nil)
+	if err != nil && recorded != nil && !had && refused(err) {
+		recorded.dropSub(uri)
 	}
 	return err
 }
 
-// subscribe is SubscribeResource's request, past the interceptors.
-func (m *Manager) subscribe(ctx context.Context, s *slot, uri string, gen *uint64) (struct{}, error) {
-	return do(ctx, m, s.name, call{"resources/subscribe", uri}, gen, nil, alwaysReplayable,
-		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
-			req := mcp.SubscribeRequest{}
-			req.Params.URI = uri
-			//lint:ignore SA1019 resources/subscribe is the only way on the older protocol
-			if err := c.Subscribe(ctx, req); err != nil { //nolint:staticcheck // as above
-				return struct{}{}, err
-			}
-			return struct{}{}, s.relisten(ctx, c, uri, true)
-		})
+func sendSubscribe(ctx context.Context, s *slot, c *mcpclient.Client, uri string, _ any) (struct{}, error) {
+	req := mcp.SubscribeRequest{}
+	req.Params.URI = uri
+	//lint:ignore SA1019 resources/subscribe is the only way on the older protocol
+	if err := c.Subscribe(ctx, req); err != nil { //nolint:staticcheck // as above
+		return struct{}{}, err
+	}
+	return struct{}{}, s.relisten(ctx, c, uri, true)
 }
 
 // UnsubscribeResource ends a subscription made with SubscribeResource: it
 // is forgotten at once (with interceptors, once they passed the request
-// on), and the current runtime, if any, is told (on
-// 2026-07-28 over HTTP its stream is re-opened without uri).
-func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) (err error) {
-	defer func() { err = withOp("unsubscribe "+uri, server, err) }()
-	s, err := m.slot(server)
-	if err != nil {
-		return err
-	}
-	if len(m.opts.interceptors) > 0 {
-		// Forgotten only once the interceptors passed it on: a refused
-		// unsubscribe leaves the server subscribed, and the host with it.
-		_, err = intercept(ctx, m, server, "resources/unsubscribe", uri, "unsubscribe "+uri, nil,
-			func(ctx context.Context, _ any, gen *uint64) (struct{}, error) {
-				s.dropSub(uri)
-				return m.unsubscribe(ctx, s, uri, gen)
-			})
-		return err
-	}
-	s.dropSub(uri)
-	_, err = m.unsubscribe(ctx, s, uri, nil)
+// on: a refused unsubscribe leaves the server subscribed, and the host
+// with it), and the current runtime, if any, is told (on 2026-07-28 over
+// HTTP its stream is re-opened without uri).
+func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) error {
+	_, err := run(ctx, m, server, request[struct{}]{
+		method: string(mcp.MethodResourcesUnsubscribe), name: uri, op: "unsubscribe",
+		replay: alwaysReplayable, send: sendUnsubscribe,
+		accepted: func(s *slot) { s.dropSub(uri) },
+	}, nil)
 	return err
 }
 
-// unsubscribe is UnsubscribeResource's request, past the interceptors.
-func (m *Manager) unsubscribe(ctx context.Context, s *slot, uri string, gen *uint64) (struct{}, error) {
-	return do(ctx, m, s.name, call{"resources/unsubscribe", uri}, gen, nil, alwaysReplayable,
-		func(ctx context.Context, c *mcpclient.Client) (struct{}, error) {
-			req := mcp.UnsubscribeRequest{}
-			req.Params.URI = uri
-			//lint:ignore SA1019 as in SubscribeResource
-			if err := c.Unsubscribe(ctx, req); err != nil { //nolint:staticcheck // as above
-				return struct{}{}, err
-			}
-			return struct{}{}, s.relisten(ctx, c, uri, false)
-		})
+func sendUnsubscribe(ctx context.Context, s *slot, c *mcpclient.Client, uri string, _ any) (struct{}, error) {
+	req := mcp.UnsubscribeRequest{}
+	req.Params.URI = uri
+	//lint:ignore SA1019 as in SubscribeResource
+	if err := c.Unsubscribe(ctx, req); err != nil { //nolint:staticcheck // as above
+		return struct{}{}, err
+	}
+	return struct{}{}, s.relisten(ctx, c, uri, false)
 }
 
 // resourceListener is a Conn whose notification stream carries the resource
@@ -201,4 +175,23 @@ func (l *lease) onResourceUpdated(n mcp.JSONRPCNotification) {
 		return
 	}
 	s.emitLocked(Event{Kind: EventResourceUpdated, URI: params.URI})
+}
+
+// addSub records a resource subscription, told again to every new runtime,
+// and reports whether it was there already.
+func (s *slot) addSub(uri string) (had bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.subs, uri) {
+		return true
+	}
+	s.subs = append(s.subs, uri)
+	return false
+}
+
+// dropSub forgets a resource subscription.
+func (s *slot) dropSub(uri string) {
+	s.mu.Lock()
+	s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
+	s.mu.Unlock()
 }

@@ -1,0 +1,297 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/machine"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// runner is one connect loop: a goroutine that dials until it installs a
+// lease, is cancelled, or the budget runs out. A slot has at most one, which
+// is how concurrent reconnect triggers coalesce.
+type runner struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{} // capacity 1: dial now, skipping the wait
+	pull   chan struct{} // capacity 1: a waiting call asks for a dial now
+	// pullable is set, under the slot's lock, while the loop waits out a
+	// step that no call has pulled forward yet.
+	pullable bool
+}
+
+// budgetFor returns a fresh reconnect budget under spec's policy, or the
+// manager's.
+func (m *Manager) budgetFor(spec ServerSpec) *machine.Budget {
+	policy := m.opts.policy
+	if spec.Reconnect != nil {
+		policy = *spec.Reconnect
+	}
+	return machine.NewBudget(policy, m.opts.clock)
+}
+
+// enableLocked leaves Disabled: for Connecting, or Disconnected if lazy.
+func (s *slot) enableLocked() {
+	s.budget.Reset()
+	s.lastErr = nil
+	if s.config().spec.Lazy {
+		s.setStateLocked(lifecycle.Disconnected, nil)
+	} else {
+		s.connectLocked(lifecycle.Connecting, 0, false)
+	}
+	s.publishCachedLocked()
+}
+
+// publishCachedLocked publishes the server's catalog from the catalog
+// cache, if it has one for this configuration and no runtime has connected
+// yet: the host knows the tools before the first connect.
+func (s *slot) publishCachedLocked() {
+	cfg := s.config()
+	if s.gen != 0 || !s.state.Publishes() {
+		return
+	}
+	cat, ok := s.m.cache.lookup(s.name, cfg.cacheKey)
+	if !ok {
+		return
+	}
+	d, ok := s.publishLocked(cat)
+	if !ok {
+		return
+	}
+	s.cached = true
+	if !d.Empty() {
+		e := catalogEvent(d)
+		e.Cached = true
+		s.emitLocked(e)
+	}
+}
+
+// connectLocked moves to state to and makes sure a connect loop runs; an
+// existing loop is reused, so concurrent triggers coalesce into one.
+func (s *slot) connectLocked(to lifecycle.State, wait time.Duration, probing bool) {
+	prevRetry := s.nextRetry
+	if s.run == nil && wait > 0 {
+		// Before the transition, so that its event says when the dial is due.
+		s.nextRetry = s.m.opts.clock.Now().Add(wait)
+	}
+	if !s.setStateLocked(to, s.lastErr) {
+		s.nextRetry = prevRetry
+		return
+	}
+	if s.run != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.m.ctx)
+	r := &runner{cancel: cancel, done: make(chan struct{}),
+		kick: make(chan struct{}, 1), pull: make(chan struct{}, 1)}
+	s.run = r
+	s.m.wg.Add(1)
+	s.runners.Add(1)
+	go s.connectLoop(ctx, r, wait, probing)
+}
+
+// connectLoop dials until a lease is installed, the loop is cancelled, or the
+// budget is exhausted. In PermanentlyFailed it keeps probing on the budget's
+// slow probe schedule, without further state changes until one succeeds.
+//
+// A call waiting for the server may pull the next dial forward, once per
+// step: the pulled dial is an extra one, so if it fails it spends nothing
+// and the step's own dial still comes when it was due. A server that is
+// back before its backoff ends is found by the first call that needs it,
+// and a stream of calls cannot run a budget down faster than its schedule.
+func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, probing bool) {
+	defer s.m.wg.Done()
+	defer s.runners.Done()
+	defer close(r.done)
+	defer r.cancel()
+	clock := s.m.opts.clock
+	resumed := false // the rest of a step whose pulled dial failed
+	for {
+		pulled := false
+		if wait > 0 {
+			due := clock.Now().Add(wait)
+			var ok bool
+			if ok, pulled = s.waitStep(ctx, r, wait, !probing && !resumed); !ok {
+				return
+			}
+			if pulled {
+				if remaining := due.Sub(clock.Now()); remaining > 0 {
+					wait = remaining
+				} else {
+					pulled = false // due anyway: an ordinary dial
+				}
+			}
+		}
+		s.mu.Lock()
+		legacy := s.legacy
+		s.mu.Unlock()
+
+		began := s.m.opts.clock.Now()
+		res := s.dial(ctx, legacy)
+		took := s.m.opts.clock.Now().Sub(began)
+		resumed = false
+		s.st.dials.Add(1)
+		if res.err != nil {
+			s.st.dialFailures.Add(1)
+			s.observeDial(0, took, res.err)
+		}
+
+		s.mu.Lock()
+		s.applyDialLocked(res)
+		l, err := res.lease, res.err
+		if s.run != r || ctx.Err() != nil {
+			// Abandoned by Disable, Remove, Reconnect or Close while dialling.
+			s.mu.Unlock()
+			if l != nil {
+				s.closeLease(l)
+			}
+			return
+		}
+		if err == nil {
+			s.nextRetry = time.Time{}
+			s.run = nil
+			s.installLocked(l)
+			s.mu.Unlock()
+			s.observeDial(l.gen, took, nil)
+			return
+		}
+		s.lastErr = err
+		if needsUser(err) {
+			// Only the user can help: no budget is spent and nothing is
+			// dialled until the authorization is completed.
+			s.nextRetry = time.Time{}
+			s.run = nil
+			s.setStateLocked(lifecycle.NeedsAuthorization, err)
+			s.mu.Unlock()
+			return
+		}
+		if pulled {
+			// The extra dial failed: wait out the rest of the step.
+			resumed = true
+			s.emitLocked(Event{Kind: EventRetry, Err: err})
+			s.mu.Unlock()
+			continue
+		}
+		if !probing {
+			var ok bool
+			wait, ok = s.budget.Failed()
+			if !ok {
+				s.nextRetry = time.Time{}
+				s.setStateLocked(lifecycle.PermanentlyFailed, err)
+				probing = true
+			}
+		}
+		if probing {
+			var ok bool
+			if wait, ok = s.budget.ProbeWait(); !ok {
+				s.nextRetry = time.Time{}
+				s.run = nil
+				s.mu.Unlock()
+				return
+			}
+		}
+		s.nextRetry = clock.Now().Add(wait)
+		s.emitLocked(Event{Kind: EventRetry, Err: err})
+		s.mu.Unlock()
+	}
+}
+
+// applyDialLocked keeps what a connection attempt found out about the
+// server, whatever became of the attempt.
+func (s *slot) applyDialLocked(res dialResult) {
+	if res.legacy {
+		s.legacy = true
+	}
+	if res.stderr != nil {
+		s.lastStderr = res.stderr
+	}
+}
+
+// waitStep waits out one backoff step, or less if Reconnect kicks the loop
+// or, when pullable, a waiting call pulls the dial forward. It reports
+// whether the loop should go on, and whether a call (and not Reconnect)
+// ended the wait. Probes are not pullable: calls fail fast in
+// PermanentlyFailed.
+func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pullable bool) (ok, pulled bool) {
+	c, stop := s.m.opts.clock.NewTimer(wait)
+	defer stop()
+	s.mu.Lock()
+	r.pullable = pullable
+	s.mu.Unlock()
+	select {
+	case <-c:
+	case <-r.kick:
+	case <-r.pull:
+		pulled = true
+	case <-ctx.Done():
+		return false, false
+	}
+	s.mu.Lock()
+	r.pullable = false
+	select {
+	case <-r.pull: // a pull that came as the step ended: it cannot end a later one
+	default:
+	}
+	if pulled {
+		select {
+		case <-r.kick: // Reconnect asked too: an ordinary dial
+			pulled = false
+		default:
+		}
+	}
+	s.mu.Unlock()
+	return true, pulled
+}
+
+// pullLocked lets a waiting call pull the next dial forward, if the connect
+// loop is waiting out a step that nobody pulled yet.
+func (s *slot) pullLocked() {
+	if r := s.run; r != nil && r.pullable {
+		r.pullable = false
+		select {
+		case r.pull <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// installLocked makes l the slot's runtime under the next generation,
+// publishes its catalog and starts its watcher.
+func (s *slot) installLocked(l *lease) {
+	s.gen++
+	l.gen = s.gen
+	s.lease = l
+	s.health.Reset(s.gen)
+	s.budget.Connected()
+	s.lastErr = nil
+	s.catalogErr = nil
+	l.connectedAt = s.m.opts.clock.Now()
+	l.catalog.Generation = s.gen
+	l.catalog.Seal()
+	cfg := s.config()
+	l.lastUse.Store(l.connectedAt.UnixNano())
+	if cfg.spec.IdleTimeout > 0 {
+		s.armIdleLocked(l, cfg.spec.IdleTimeout)
+	}
+	diff, published := s.publishLocked(l.catalog)
+	s.cached = false
+	s.m.cache.save(cfg.cacheKey, l.catalog)
+	s.setStateLocked(lifecycle.Connected, nil)
+	if published && !diff.Empty() {
+		s.emitLocked(catalogEvent(diff))
+	}
+	s.m.wg.Add(1)
+	go s.watch(l)
+}
+
+// redialLocked leaves NeedsAuthorization for a dial: Connecting if the
+// server never had a runtime, Reconnecting if it had.
+func (s *slot) redialLocked() {
+	s.lastErr = nil
+	if s.gen == 0 {
+		s.connectLocked(lifecycle.Connecting, 0, false)
+		return
+	}
+	s.connectLocked(lifecycle.Reconnecting, 0, false)
+}

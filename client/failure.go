@@ -1,0 +1,254 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/mcpfleet/mcpfleet/internal/failure"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// notCanceled hides the context errors in the chain of a failure caused by
+// a context other than the caller's (the runtime's, ended when it was
+// closed; a dial's timeout; a run of call timeouts), so that the error
+// cannot pass for the caller's own cancellation with errors.Is. The rest of
+// the chain still matches.
+func notCanceled(err error) error {
+	if err == nil || !failure.Context(err) {
+		return err
+	}
+	return ctxHidden{err}
+}
+
+// ctxHidden is an error whose chain matches everything its cause's does but
+// the context errors.
+type ctxHidden struct{ err error }
+
+func (e ctxHidden) Error() string { return e.err.Error() }
+
+func (e ctxHidden) Is(target error) bool {
+	if target == context.Canceled || target == context.DeadlineExceeded {
+		return false
+	}
+	return errors.Is(e.err, target)
+}
+
+func (e ctxHidden) As(target any) bool { return errors.As(e.err, target) }
+
+// canceledError is the error of a request whose caller's context ended: it
+// wraps the context's error, and no sentinel, since nothing failed but the
+// caller's patience.
+func canceledError(ctx context.Context, server string, err error) error {
+	if err == nil || errors.Is(err, ctx.Err()) {
+		if err == nil {
+			err = ctx.Err()
+		}
+		return &ServerError{Server: server, Err: err}
+	}
+	// Some servers answer with their own error for the cancelled request;
+	// keep the context's error testable, and the answer readable.
+	return &ServerError{Server: server, Err: fmt.Errorf("%w (%v)", ctx.Err(), err)}
+}
+
+type outcome int
+
+const (
+	outcomeResult   outcome = iota // the server answered, with an error: a result
+	outcomeCanceled                // the caller's context ended
+	outcomeNotSent                 // provably never executed: safe to send again
+	outcomeLost                    // anything else: the outcome is unknown
+	outcomeTooLarge                // answered over the message size limit
+)
+
+// classify decides what a failed request on c means. The caller's context
+// comes first (mcp-go wraps context errors in *transport.Error too). Then
+// only the error's type decides, never its text: mcp-go returns the
+// server's JSON-RPC error answer as a plain error
+// (JSONRPCErrorDetails.AsError), and every failure under it, wrapped in
+// *transport.Error. Of those, only the ones that prove the request was not
+// run are "not sent"; every other one is lost.
+func classify(ctx context.Context, c Conn, err error) outcome {
+	if ctx.Err() != nil {
+		return outcomeCanceled
+	}
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return outcomeResult
+	}
+	if tooLarge(err) != nil {
+		return outcomeTooLarge
+	}
+	if notSent(c, err) {
+		return outcomeNotSent
+	}
+	return outcomeLost
+}
+
+// notSent reports whether a transport failure proves the server never ran
+// the request: it rejected our session (it forgot it: HTTP 404, or the 400
+// forms transport/http turns into it), the request never left (connection
+// refused, a failed dial), or c knows it never wrote it.
+func notSent(c Conn, err error) bool {
+	if errors.Is(err, transport.ErrSessionTerminated) || failure.NeverSent(err) {
+		return true
+	}
+	k, ok := c.(interface{ NotSent(error) bool })
+	return ok && k.NotSent(err)
+}
+
+// fatal reports whether a failure means c's connection is unusable:
+// broken under the request, or so c says of its own transport's errors.
+func fatal(c Conn, err error) bool {
+	if failure.Broken(err) {
+		return true
+	}
+	k, ok := c.(interface{ Fatal(error) bool })
+	return ok && k.Fatal(err)
+}
+
+// check looks at l's runtime after a request on it was lost, and detaches it
+// if it is dead: its Conn reported its death (waited for briefly: a child's
+// exit is reaped a moment after mcp-go sees its stdout close) or mcp-go's
+// transport is closed. A live one stays: an HTTP exchange can break while
+// the server and its session are fine, and the next request tells which.
+// It returns err with the Conn's account of its death, if any.
+func (s *slot) check(l *lease, err error) error {
+	t := time.NewTimer(deathReportWait)
+	select {
+	case <-l.conn.Done():
+	case <-t.C:
+	}
+	t.Stop()
+	err = explain(l.conn, err)
+	if connErr(l.conn) != nil || errors.Is(err, transport.ErrTransportClosed) {
+		s.lost(l, err)
+	}
+	return err
+}
+
+// connErr returns the Conn's own account of its death, if it died.
+func connErr(c Conn) error {
+	select {
+	case <-c.Done():
+		if err := c.Err(); err != nil {
+			return err
+		}
+		return errConnDone
+	default:
+		return nil
+	}
+}
+
+var errConnDone = errors.New("connection closed")
+
+// deathReportWait bounds how long a failure waits for its Conn to report
+// why it died.
+const deathReportWait = 100 * time.Millisecond
+
+// explain adds the Conn's own account of its death to a fatal err. mcp-go sees a dead child's EOF before the exit watcher has reaped it,
+// so the account may be a moment behind: wait for it, briefly.
+func explain(c Conn, err error) error {
+	if !fatal(c, err) {
+		return err
+	}
+	t := time.NewTimer(deathReportWait)
+	defer t.Stop()
+	select {
+	case <-c.Done():
+	case <-t.C:
+	}
+	if cause := connErr(c); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
+}
+
+// connLost is the cause recorded when a Conn's Done channel closed.
+func connLost(c Conn) error {
+	if err := c.Err(); err != nil {
+		return wrapCause("connection lost", err)
+	}
+	return fmt.Errorf("connection lost: %w", errConnDone)
+}
+
+// lost reports that l's runtime is dead. If l is still the slot's lease the
+// slot detaches it, schedules a reconnect and closes it in the background;
+// a report about any older runtime is ignored.
+func (s *slot) lost(l *lease, cause error) {
+	s.mu.Lock()
+	if s.lease != l {
+		s.mu.Unlock()
+		return
+	}
+	s.lostLocked(cause)
+	s.goCloseLeaseLocked(l)
+	s.mu.Unlock()
+}
+
+// lostLocked detaches the current lease (the caller closes it) and starts
+// the reconnect under the budget.
+func (s *slot) lostLocked(cause error) {
+	l := s.detachLocked()
+	s.lastErr = cause
+	wait, ok := s.budget.Lost(l != nil && l.answered.Load())
+	if ok {
+		s.connectLocked(lifecycle.Reconnecting, wait, false)
+		return
+	}
+	// Connected has no edge to PermanentlyFailed: the loss is reported first.
+	s.setStateLocked(lifecycle.Reconnecting, cause)
+	if probe, ok := s.budget.ProbeWait(); ok {
+		s.connectLocked(lifecycle.PermanentlyFailed, probe, true)
+		return
+	}
+	s.setStateLocked(lifecycle.PermanentlyFailed, cause)
+}
+
+// unavailableLocked builds the error of a call that gave up waiting.
+func (s *slot) unavailableLocked(cause error) *UnavailableError {
+	if cause == nil {
+		cause = s.lastErr
+	}
+	// A cause from a context other than the caller's (a dial that timed
+	// out, a run of call timeouts) must not pass for the caller's own.
+	cause = notCanceled(cause)
+	return &UnavailableError{
+		Server:     s.name,
+		State:      s.state,
+		Generation: s.gen,
+		Attempt:    s.budget.Attempts(),
+		NextRetry:  s.nextRetry,
+		Cause:      cause,
+	}
+}
+
+// succeeded clears the run of timeouts of l's generation.
+func (s *slot) succeeded(l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.health.Success(l.gen, s.m.opts.clock.Now()) {
+		l.timedOut.Store(false)
+	}
+}
+
+// timedOut counts a timeout against l's generation, and treats the runtime
+// as lost when the run of timeouts reaches the threshold.
+func (s *slot) timedOut(l *lease, err error) {
+	s.mu.Lock()
+	if s.lease != l {
+		s.mu.Unlock()
+		return
+	}
+	l.timedOut.Store(true)
+	if !s.health.Timeout(l.gen, err) {
+		s.mu.Unlock()
+		return
+	}
+	s.lostLocked(fmt.Errorf("%w: %w", ErrTooManyTimeouts, err))
+	s.goCloseLeaseLocked(l)
+	s.mu.Unlock()
+}

@@ -1,0 +1,504 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// CallOption configures one call.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	timeout  time.Duration
+	progress func(mcp.ProgressNotification) // WithProgress
+}
+
+// applyCallOptions applies opts to a callOptions of its own: the options
+// take its address, so it goes to the heap, and a call with no options
+// should not pay for that.
+func applyCallOptions(opts []CallOption) callOptions {
+	var o callOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithCallTimeout bounds this call, overriding the server's spec Timeout.
+func WithCallTimeout(d time.Duration) CallOption {
+	return func(o *callOptions) { o.timeout = d }
+}
+
+// CallTool calls tool on server with args (anything that encodes to a JSON
+// object, or nil).
+//
+// While the server is connecting or reconnecting the call waits for it, up
+// to the ready timeout, then fails with *UnavailableError. A request the
+// server provably never ran (stale session, connection refused) is retried
+// once on the next runtime. A request lost in flight is replayed once only if
+// the tool declares readOnlyHint or idempotentHint; otherwise the error
+// wraps ErrOutcomeUnknown. A result with IsError set is a result, not an
+// error. WithProgress hands the call's progress notifications to a callback.
+//
+// When ctx ends before the answer, the server is sent notifications/cancelled
+// for the request, on every transport: mcp-go sends it over stdio, the
+// HTTP transport over HTTP, in the background and bounded (closing the
+// runtime waits for it).
+//
+// A tool that the server's ToolFilter keeps out is not called: the error
+// is a *ToolFilteredError, which matches ErrToolNotFound.
+func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
+	if err := m.filteredTool(server, tool); err != nil {
+		return nil, withOp(opCallTool+" "+tool, server, err)
+	}
+	return run(ctx, m, server, request[*mcp.CallToolResult]{
+		method: string(mcp.MethodToolsCall), name: tool, op: opCallTool, args: args,
+		replay: toolReplayable, send: sendCallTool,
+	}, opts)
+}
+
+// opCallTool is how errors name a tools/call, followed by the tool's name
+// on its server: the same whether the host called CallTool or Call.
+const opCallTool = "call tool"
+
+func sendCallTool(ctx context.Context, _ *slot, c *mcpclient.Client, tool string, args any) (*mcp.CallToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = omitNil(args)
+	req.Params.Meta = withMeta(ctx, req.Params.Meta)
+	return c.CallTool(ctx, req)
+}
+
+// Call calls a tool by its qualified name in the View (server + separator +
+// tool, or the short form the View gave it).
+//
+// A server with no catalog published (lazy, connecting for the first
+// time, disabled, failed) is known by its prefix before its tools are: a
+// call to prefix + separator + tool is a CallTool of tool on that server,
+// which waits for a server that is starting (and starts a lazy one) and
+// fails fast, with the cause, on one that is disabled or failed. Short
+// forms are known only from a catalog. With interceptors, such a call goes
+// through them before anything starts, as a CallTool of the server's tool.
+func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
+	if t, ok := m.pub.View().Tool(qualifiedTool); ok {
+		return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
+	}
+	if err := m.filteredQualified(qualifiedTool); err != nil {
+		return nil, withOp(opCallTool+" "+qualifiedTool, "", err)
+	}
+	s, tool := m.catalogless(qualifiedTool)
+	if s == nil {
+		return nil, withOp(opCallTool+" "+qualifiedTool, "", ErrToolNotFound)
+	}
+	if len(m.opts.interceptors) > 0 {
+		// The interceptors decide before anything is started: the call
+		// goes to the server by its own tool name, and CallTool starts
+		// the server if they pass it on. A name the server turns out not
+		// to have is its error answer, not ErrToolNotFound.
+		return m.CallTool(ctx, s.name, tool, args, opts...)
+	}
+	l, err := s.acquire(ctx)
+	if err != nil {
+		return nil, withOp(opCallTool+" "+tool, s.name, err)
+	}
+	l.release()
+	if t, ok := m.pub.View().Tool(qualifiedTool); ok {
+		return m.CallTool(ctx, t.Server, t.Tool.Name, args, opts...)
+	}
+	return nil, withOp(opCallTool+" "+tool, s.name, ErrToolNotFound)
+}
+
+// catalogless returns the server with no published catalog whose tool
+// prefix and the separator begin qualifiedTool, if any, and the tool name
+// that follows them. It walks the servers: it runs only when the View has
+// no such tool.
+func (m *Manager) catalogless(qualifiedTool string) (*slot, string) {
+	sep := m.opts.naming.SeparatorOrDefault()
+	v := m.pub.View()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for name, s := range m.slots {
+		tool, ok := strings.CutPrefix(qualifiedTool, s.toolPrefix()+sep)
+		if !ok {
+			continue
+		}
+		if _, ok := v.Catalog(name); ok {
+			continue
+		}
+		return s, tool
+	}
+	return nil, ""
+}
+
+// toolPrefix is what the server's qualified tool names begin with, before
+// the separator: its ToolPrefix, or its name.
+func (s *slot) toolPrefix() string {
+	if p := s.config().prefix; p != "" {
+		return p
+	}
+	return s.name
+}
+
+// GetPrompt gets a prompt from server, rendered with args. Prompts are
+// read-only, so a request lost in flight is replayed once.
+func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[string]string, opts ...CallOption) (*mcp.GetPromptResult, error) {
+	r := request[*mcp.GetPromptResult]{
+		method: string(mcp.MethodPromptsGet), name: name, op: "get prompt",
+		replay: alwaysReplayable, send: sendGetPrompt,
+	}
+	if args != nil {
+		r.args = args // a nil map stays an untyped nil for the interceptors
+	}
+	return run(ctx, m, server, r, opts)
+}
+
+func sendGetPrompt(ctx context.Context, _ *slot, c *mcpclient.Client, name string, args any) (*mcp.GetPromptResult, error) {
+	req := mcp.GetPromptRequest{}
+	req.Params.Name = name
+	req.Params.Arguments, _ = args.(map[string]string) // intercept checked the type
+	req.Params.Meta = withMeta(ctx, req.Params.Meta)
+	return c.GetPrompt(ctx, req)
+}
+
+// ReadResource reads a resource from server. Reads are replayed once if
+// lost in flight.
+func (m *Manager) ReadResource(ctx context.Context, server, uri string, opts ...CallOption) (*mcp.ReadResourceResult, error) {
+	return run(ctx, m, server, request[*mcp.ReadResourceResult]{
+		method: string(mcp.MethodResourcesRead), name: uri, op: "read resource",
+		replay: alwaysReplayable, send: sendReadResource,
+	}, opts)
+}
+
+func sendReadResource(ctx context.Context, _ *slot, c *mcpclient.Client, uri string, _ any) (*mcp.ReadResourceResult, error) {
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = uri
+	req.Params.Meta = withMeta(ctx, req.Params.Meta)
+	return c.ReadResource(ctx, req)
+}
+
+// request is one of the host's requests to a server, as the request
+// pipeline runs it. Every public request method (CallTool and Call,
+// GetPrompt, ReadResource, SubscribeResource, UnsubscribeResource,
+// SetLevel) builds one and hands it to run; what differs between them is
+// here and nowhere else.
+type request[T any] struct {
+	method string // the MCP method: "tools/call"
+	name   string // what it is about: a tool's name, a prompt's, a URI, a level
+	// op names the operation in errors, followed by name: "call tool".
+	op string
+	// args are the arguments, as the interceptors see them and may
+	// change them; send gets what they passed on.
+	args any
+	// replay reports whether a request lost in flight may be sent again.
+	replay func(s *slot, name string) bool
+	// accepted, if set, runs once the interceptors passed the request on
+	// (at once without interceptors), before it waits for the server: for
+	// what is remembered of a request only if it was not refused.
+	accepted func(s *slot)
+	// send makes the request on a runtime's client.
+	send func(ctx context.Context, s *slot, c *mcpclient.Client, name string, args any) (T, error)
+}
+
+// run is the request pipeline. Every request the host sends a server goes
+// through it, in this order, top-down:
+//
+//  1. the server is looked up (ErrUnknownServer, ErrClosed);
+//  2. the host's interceptors, if any, see the request and may refuse
+//     it, answer it or change its arguments (intercept.go);
+//  3. do counts it for Stats and tells the Observer, and doOn waits for a
+//     runtime (acquire), sends, and on a failure asks failure.go what it
+//     means and what the slot must do, then resends or replays at most
+//     once each;
+//  4. an error is named with the operation (withOp).
+func run[T any](ctx context.Context, m *Manager, server string, r request[T], opts []CallOption) (T, error) {
+	var (
+		zero T
+		res  T
+	)
+	s, err := m.slot(server)
+	if err == nil {
+		if len(m.opts.interceptors) == 0 {
+			if r.accepted != nil {
+				r.accepted(s)
+			}
+			res, err = do(ctx, s, r, r.args, opts, nil)
+		} else {
+			res, err = intercept(ctx, s, r, opts)
+		}
+	}
+	if err != nil {
+		return zero, withOp(r.op+" "+r.name, server, err)
+	}
+	return res, nil
+}
+
+func alwaysReplayable(*slot, string) bool { return true }
+
+// omitNil turns a typed nil (a nil map, say) into an untyped one. Encoded,
+// a typed nil is "arguments": null, which some servers reject; an untyped
+// nil leaves the field out, which every server accepts as "no arguments".
+func omitNil(args any) any {
+	switch v := reflect.ValueOf(args); v.Kind() {
+	case reflect.Map, reflect.Pointer, reflect.Slice, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+	}
+	return args
+}
+
+// do runs r with args on s's current runtime, with the waiting, retry and
+// health rules every request shares, and counts how it ended. If gen is
+// not nil (an interceptor asks), the generation of the runtime the request
+// was last sent to is noted there.
+func do[T any](ctx context.Context, s *slot, r request[T], args any, opts []CallOption, gen *uint64) (T, error) {
+	obs := s.m.opts.observer
+	var req *Request
+	if obs != nil {
+		req = &Request{Server: s.name, Method: r.method, Name: r.name}
+		ctx = obs.RequestStart(ctx, req)
+		ctx = context.WithValue(ctx, observerMetaKey{}, req)
+	} else if gen != nil {
+		req = &Request{} // for the attempts' generation alone
+	}
+	res, err := doOn(ctx, s, req, r, args, opts)
+	if gen != nil && req.Generation != 0 {
+		*gen = req.Generation
+	}
+	o := outcomeOf(res, err)
+	s.st.calls[o].Add(1)
+	if obs != nil {
+		obs.RequestEnd(ctx, req, o, err)
+	}
+	return res, err
+}
+
+// outcomeOf classifies how a request ended, from what it returned.
+func outcomeOf[T any](res T, err error) Outcome {
+	switch {
+	case err == nil:
+		if r, ok := any(res).(*mcp.CallToolResult); ok && r != nil && r.IsError {
+			return OutcomeToolError
+		}
+		return OutcomeOK
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	case errors.Is(err, ErrServerError):
+		return OutcomeServerError
+	case errors.Is(err, ErrMessageTooLarge):
+		return OutcomeTooLarge
+	case errors.Is(err, ErrOutcomeUnknown):
+		return OutcomeUnknown
+	case errors.Is(err, ErrDisabled), errors.Is(err, ErrClosed):
+		return OutcomeDisabled
+	}
+	return OutcomeUnavailable
+}
+
+// doOn is do's request on s: wait for a runtime, send, classify, resend or
+// replay at most once each.
+func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args any, opts []CallOption) (T, error) {
+	var zero T
+	m, server := s.m, s.name
+	cfg := s.config()
+	timeout := cfg.spec.Timeout
+	var o callOptions
+	if len(opts) > 0 {
+		o = applyCallOptions(opts)
+	}
+	if o.timeout > 0 {
+		timeout = o.timeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if o.progress != nil {
+		var done func()
+		ctx, done = m.trackProgress(ctx, server, o.progress)
+		defer done()
+	}
+	if sem := cfg.sem; sem != nil {
+		if err := sem.Acquire(ctx, 1); err != nil {
+			return zero, &ServerError{Server: server, Err: fmt.Errorf("waiting for an in-flight slot: %w", err)}
+		}
+		defer sem.Release(1)
+	}
+
+	// A request provably not sent is sent again once, and a lost one is
+	// replayed once if replayable: the two are counted apart, since a
+	// replay that finds the server gone is itself not sent.
+	resent, replayed := false, false
+	var cause error // why the attempt before did not do
+	for attempt := 1; ; attempt++ {
+		l, err := s.acquire(ctx)
+		if err != nil {
+			return zero, err
+		}
+		if attempt > 1 {
+			s.st.retries.Add(1)
+		}
+		if req != nil {
+			l.describe(req)
+			if obs := m.opts.observer; obs != nil {
+				obs.RequestAttempt(ctx, req, attempt, cause)
+			}
+		}
+		res, err := r.send(ctx, s, l.client, r.name, args)
+		l.release()
+		if err == nil {
+			l.markAnswered()
+			if l.timedOut.Load() {
+				s.succeeded(l)
+			}
+			return res, nil
+		}
+		cause = err
+		if needsUser(err) && ctx.Err() == nil {
+			// Not run: the server refused the credentials, and only the
+			// user can give better ones.
+			s.needsAuthorization(l, err)
+			return zero, &ServerError{Server: server, Err: &AuthorizationError{URL: s.authURL(), Cause: err}}
+		}
+		switch classify(ctx, l.conn, err) {
+		case outcomeResult:
+			l.markAnswered()
+			return zero, serverError(ErrServerError, server, err)
+		case outcomeTooLarge:
+			// The server answered; the transport discarded the answer as
+			// it read it. The connection is fine.
+			l.markAnswered()
+			return zero, &ServerError{Server: server, Err: tooLarge(err)}
+		case outcomeNotSent:
+			s.lost(l, err)
+			if !resent {
+				resent = true
+				continue
+			}
+			s.mu.Lock()
+			uerr := s.unavailableLocked(notCanceled(err))
+			s.mu.Unlock()
+			return zero, uerr
+		case outcomeLost:
+			err = s.check(l, err)
+			if ctx.Err() == nil {
+				if !replayed && r.replay(s, r.name) {
+					replayed = true
+					continue
+				}
+				return zero, serverError(ErrOutcomeUnknown, server, notCanceled(err))
+			}
+			// The caller's context ended while the failure was checked:
+			// some transports give up a moment before the deadline.
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.timedOut(l, err)
+		}
+		return zero, canceledError(ctx, server, err)
+	}
+}
+
+// acquire returns the current lease with a call registered on it, waiting
+// for Connected up to the ready timeout while the slot is connecting.
+func (s *slot) acquire(ctx context.Context) (*lease, error) {
+	var (
+		timeout <-chan time.Time
+		stop    func() bool
+	)
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		switch s.state {
+		case lifecycle.Connected:
+			l := s.lease
+			select {
+			case <-l.conn.Done():
+				// Known dead but not yet noticed by its watcher: detach it
+				// now rather than send a request into it.
+				s.lostLocked(connLost(l.conn))
+				s.goCloseLeaseLocked(l)
+				s.mu.Unlock()
+				continue
+			default:
+			}
+			l.calls.Add(1)
+			l.inflight.Add(1)
+			s.mu.Unlock()
+			return l, nil
+		case lifecycle.Disconnected:
+			s.connectLocked(lifecycle.Connecting, 0, false)
+		case lifecycle.Connecting, lifecycle.Reconnecting:
+			s.pullLocked()
+		case lifecycle.PermanentlyFailed:
+			err := serverError(ErrPermanentlyFailed, s.name, notCanceled(s.lastErr))
+			s.mu.Unlock()
+			return nil, err
+		case lifecycle.NeedsAuthorization:
+			err := s.authorizationErrorLocked()
+			s.mu.Unlock()
+			return nil, err
+		case lifecycle.Disabling, lifecycle.Disabled:
+			s.mu.Unlock()
+			return nil, serverError(ErrDisabled, s.name, nil)
+		default:
+			s.mu.Unlock()
+			return nil, serverError(ErrClosed, s.name, nil)
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if timeout == nil {
+			timeout, stop = s.m.opts.clock.NewTimer(s.m.opts.readyTimeout)
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			s.mu.Lock()
+			err := s.unavailableLocked(nil)
+			s.mu.Unlock()
+			return nil, err
+		case <-ctx.Done():
+			s.mu.Lock()
+			why := fmt.Errorf("waiting while %s", s.state)
+			if s.lastErr != nil {
+				why = fmt.Errorf("waiting while %s (last error: %v)", s.state, s.lastErr)
+			}
+			s.mu.Unlock()
+			return nil, canceledError(ctx, s.name, why)
+		}
+	}
+}
+
+// toolReplayable reports whether the published catalog declares tool
+// read-only or idempotent, so that a request lost in flight may be sent
+// again.
+func toolReplayable(s *slot, tool string) bool {
+	c, ok := s.m.pub.View().Catalog(s.name)
+	if !ok {
+		return false
+	}
+	for i := range c.Tools {
+		t := &c.Tools[i]
+		if t.Name != tool {
+			continue
+		}
+		a := t.Annotations
+		return (a.ReadOnlyHint != nil && *a.ReadOnlyHint) || (a.IdempotentHint != nil && *a.IdempotentHint)
+	}
+	return false
+}
