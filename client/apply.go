@@ -176,30 +176,108 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 	}
 	wg.Wait()
 
-	// The required servers are waited for together, so that the wait is
-	// the slowest one's, not their sum.
+	var waitFor []string
 	for _, name := range required {
-		if actions[name] == applyFailed {
-			continue
+		if actions[name] != applyFailed {
+			waitFor = append(waitFor, name)
+		}
+	}
+	if err := m.waitRequired(ctx, "apply "+cfg.Source, waitFor); err != nil {
+		errs = append(errs, err)
+	}
+	return summarize(actions), errors.Join(errs...)
+}
+
+// waitRequired waits for the required servers named, together, until every
+// one is Connected (or connected and went idle), or until one of them
+// settles in a state that only a person can get it out of
+// (PermanentlyFailed, NeedsAuthorization) or is switched off: then it
+// returns at once, with that server's error and cause, rather than wait
+// out ctx. When ctx ends first, it names every server still not connected
+// and its last error.
+func (m *Manager) waitRequired(ctx context.Context, op string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		settled error   // the first server that settled short of Connected
+		late    []error // those still not connected when ctx ended
+	)
+	for _, name := range names {
+		s, err := m.slot(name)
+		if err != nil {
+			continue // removed meanwhile by the host
 		}
 		wg.Go(func() {
-			if st, err := m.Status(name); err == nil && st.State == lifecycle.Disconnected && !st.IdleSince.IsZero() {
-				return // it connected, and went idle: its next request starts it
+			err := s.awaitConnected(ctx)
+			if err == nil {
+				return
 			}
-			if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
-				if se, ok := err.(*ServerError); ok {
-					err = se.Err // named below
-				}
-				st, _ := m.Status(name)
-				mu.Lock()
-				errs = append(errs, &ServerError{Server: name, Op: "apply " + cfg.Source,
-					Err: fmt.Errorf("required server did not connect: %w (last error: %v)", err, st.LastError)})
-				mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			if errors.Is(err, context.Canceled) && settled != nil {
+				return // another server settled: Apply is returning
 			}
+			err = &ServerError{Server: name, Op: op, Err: fmt.Errorf("required server: %w", err)}
+			if ctx.Err() == nil && settled == nil {
+				settled = err
+				cancel()
+				return
+			}
+			late = append(late, err)
 		})
 	}
 	wg.Wait()
-	return summarize(actions), errors.Join(errs...)
+	if settled != nil {
+		return settled
+	}
+	return errors.Join(late...)
+}
+
+// awaitConnected waits until the slot is Connected (or was, and went
+// idle). It fails at once, with the cause, once the slot is in a state
+// that no waiting ends: PermanentlyFailed, NeedsAuthorization, Disabled,
+// Closed; and with the state and the last error when ctx ends.
+func (s *slot) awaitConnected(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		state, ch := s.state, s.changed
+		var err error
+		switch state {
+		case lifecycle.Connected:
+		case lifecycle.Disconnected:
+			if s.idleSince.IsZero() {
+				state = lifecycle.Connecting // lazy: the next request starts it
+				break
+			}
+			// It connected, and went idle: its next request starts it.
+		case lifecycle.PermanentlyFailed:
+			err = because(ErrPermanentlyFailed, notCanceled(s.lastErr))
+		case lifecycle.NeedsAuthorization:
+			err = s.authorizationLocked()
+		case lifecycle.Disabling, lifecycle.Disabled:
+			err = ErrDisabled
+		case lifecycle.Closed:
+			err = ErrClosed
+		}
+		last := s.lastErr
+		s.mu.Unlock()
+		if err != nil || state == lifecycle.Connected || state == lifecycle.Disconnected {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("still %s: %w (last error: %w)", state, ctx.Err(), notCanceled(last))
+			}
+			return fmt.Errorf("still %s: %w", state, ctx.Err())
+		}
+	}
 }
 
 // apply brings a server already in the fleet in line with its entry.

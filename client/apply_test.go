@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
@@ -40,7 +42,7 @@ func TestApplyReconfiguresInTheStableSlot(t *testing.T) {
 	m.opts.dialOverride = func(spec ServerSpec) Dialer {
 		if slices.Contains(spec.Stdio.Args, "v2") {
 			d := v2.dialer()
-			return func(ctx context.Context) (Conn, error) {
+			return func(ctx context.Context) (transport.Conn, error) {
 				select {
 				case <-gate:
 				case <-ctx.Done():
@@ -119,7 +121,7 @@ func TestApplyRestartsChangedServersConcurrently(t *testing.T) {
 		if !slices.Contains(spec.Stdio.Args, "v2") {
 			return d
 		}
-		return func(ctx context.Context) (Conn, error) {
+		return func(ctx context.Context) (transport.Conn, error) {
 			mu.Lock()
 			inflight++
 			started++
@@ -183,7 +185,7 @@ func TestApplySummary(t *testing.T) {
 	m := newTestManager(t)
 	m.opts.dialOverride = func(spec ServerSpec) Dialer {
 		d := ts.dialer()
-		return func(ctx context.Context) (Conn, error) {
+		return func(ctx context.Context) (transport.Conn, error) {
 			dialled.Store(spec.Stdio.Command+strings.Join(spec.Stdio.Args, ","), true)
 			return d(ctx)
 		}

@@ -125,7 +125,13 @@ func (s *slot) needsAuthorization(l *lease, cause error) {
 // authorizationErrorLocked is the error of a call made while the slot
 // needs authorization.
 func (s *slot) authorizationErrorLocked() error {
-	return &ServerError{Server: s.name, Err: &AuthorizationError{URL: s.authURL(), Cause: notCanceled(s.lastErr)}}
+	return &ServerError{Server: s.name, Err: s.authorizationLocked()}
+}
+
+// authorizationLocked is the cause of a request refused while the slot
+// needs authorization.
+func (s *slot) authorizationLocked() *AuthorizationError {
+	return &AuthorizationError{URL: s.authURL(), Cause: notCanceled(s.lastErr)}
 }
 
 // authorized is told that the user completed the server's authorization:

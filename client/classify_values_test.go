@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mcpfleet/mcpfleet/transport"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -24,7 +26,7 @@ import (
 // TestClassifyErrorValues is a property test over the error values mcp-go
 // hands the Manager, built the way mcp-go builds them: a JSON-RPC error
 // response becomes (&mcp.JSONRPCErrorDetails{...}).AsError() inside
-// mcp-go's client, a transport failure is wrapped with transport.NewError.
+// mcp-go's client, a transport failure is wrapped with mcptransport.NewError.
 // An in-process connection injects one such value into one tools/call, and
 // the call's outcome must follow from what the value is, never from its
 // text:
@@ -167,7 +169,7 @@ func notSentValues() map[string]error {
 		Err:  &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
 	return map[string]error{
 		"refused":            fmt.Errorf("failed to send request: %w", refused),
-		"session-terminated": transport.ErrSessionTerminated,
+		"session-terminated": mcptransport.ErrSessionTerminated,
 	}
 }
 
@@ -179,7 +181,7 @@ func lostValues() map[string]error {
 		"reset":             &net.OpError{Op: "read", Net: "tcp", Err: &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}},
 		"broken-pipe":       fmt.Errorf("failed to write request: %w", &os.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE}),
 		"net-closed":        net.ErrClosed,
-		"transport-closed":  transport.ErrTransportClosed,
+		"transport-closed":  mcptransport.ErrTransportClosed,
 		"nil-response":      errors.New("unexpected nil response"),
 		"connection-closed": errors.New("connection has been closed"),
 	}
@@ -204,7 +206,7 @@ type errInjector struct {
 	attempts atomic.Int64  // tools/call requests sent
 }
 
-func (inj *errInjector) dial(ctx context.Context) (Conn, error) {
+func (inj *errInjector) dial(ctx context.Context) (transport.Conn, error) {
 	c, err := inj.ts.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -213,20 +215,20 @@ func (inj *errInjector) dial(ctx context.Context) (Conn, error) {
 }
 
 type injConn struct {
-	Conn
+	transport.Conn
 	inj *errInjector
 }
 
-func (c *injConn) Transport() transport.Interface {
+func (c *injConn) Transport() mcptransport.Interface {
 	return &injTransport{Interface: c.Conn.Transport(), inj: c.inj}
 }
 
 type injTransport struct {
-	transport.Interface
+	mcptransport.Interface
 	inj *errInjector
 }
 
-func (t *injTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+func (t *injTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	if req.Method != string(mcp.MethodToolsCall) {
 		return t.Interface.SendRequest(ctx, req)
 	}
@@ -239,7 +241,7 @@ func (t *injTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 	case c == nil:
 		return t.Interface.SendRequest(ctx, req)
 	case c.answer != nil:
-		return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Error: c.answer}, nil
+		return &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Error: c.answer}, nil
 	}
 	if c.ran {
 		if _, err := t.Interface.SendRequest(ctx, req); err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
@@ -471,7 +473,7 @@ func TestClientRoleSubscriptionSurvivesRestart(t *testing.T) {
 // gatedConn holds its runtime open after the Manager closed it, until the
 // test opens the gate: a detached runtime that a server can still talk on.
 type gatedConn struct {
-	Conn
+	transport.Conn
 	gate <-chan struct{}
 }
 
@@ -498,7 +500,7 @@ func TestClientRoleDetachedRequestRefused(t *testing.T) {
 			h := &host{}
 			m := newTestManager(t, WithSamplingHandler(h.sample), WithCloseTimeout(20*time.Second))
 			inner := spec.dialer(&m.opts, false, m.opts.limits, nil)
-			spec = ServerSpec{Dialer: func(ctx context.Context) (Conn, error) {
+			spec = ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {
 				c, err := inner(ctx)
 				if err != nil {
 					return nil, err

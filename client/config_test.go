@@ -313,7 +313,7 @@ func TestApplyRequiredServerThatCannotConnect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, err = m.Apply(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), `server "gone"`) || !strings.Contains(err.Error(), "required server did not connect") || strings.Contains(err.Error(), `"fine"`) {
+	if err == nil || !strings.Contains(err.Error(), `server "gone"`) || !strings.Contains(err.Error(), "required server: server permanently failed") || strings.Contains(err.Error(), `"fine"`) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -2,10 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/transport"
 )
 
 // runner is one connect loop: a goroutine that dials until it installs a
@@ -166,6 +169,17 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			s.mu.Unlock()
 			return
 		}
+		if !probing && !s.proven {
+			if mistake := s.mistakeLocked(res); mistake != nil {
+				// No retry can fix it: say so now, not after the budget.
+				// The slow probe still finds it fixed.
+				s.budget.Failed() // counted; the wait is the probe's
+				err, s.lastErr = mistake, mistake
+				s.nextRetry = time.Time{}
+				s.setStateLocked(lifecycle.PermanentlyFailed, err)
+				probing, pulled = true, false
+			}
+		}
 		if pulled {
 			// The extra dial failed: wait out the rest of the step.
 			resumed = true
@@ -174,8 +188,14 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			continue
 		}
 		if !probing {
-			var ok bool
-			wait, ok = s.budget.Failed()
+			ok := false
+			if res.exitedAtStart != "" && !s.proven {
+				// Perhaps a server that cannot start: find out fast.
+				wait, ok = s.budget.Quick()
+			}
+			if !ok {
+				wait, ok = s.budget.Failed()
+			}
 			if !ok {
 				s.nextRetry = time.Time{}
 				s.setStateLocked(lifecycle.PermanentlyFailed, err)
@@ -196,6 +216,49 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 		s.mu.Unlock()
 	}
 }
+
+// mistakeExits is how many times in a row a server must exit the same way
+// before it answers its handshake, on its first connect, for the connect
+// loop to take it for a server that cannot start.
+const mistakeExits = 3
+
+// mistakeLocked judges a failed dial of a server that never connected
+// under its configuration. It returns the cause to settle in
+// PermanentlyFailed with when the failure is a mistake that no retry can
+// fix without a person (see transport.ErrMisconfigured), or when the
+// server exited before answering its handshake mistakeExits times in a
+// row, the same way; nil when it may be an outage, to retry.
+func (s *slot) mistakeLocked(res dialResult) error {
+	if errors.Is(res.err, transport.ErrMisconfigured) {
+		return res.err
+	}
+	if res.exitedAtStart == "" {
+		s.startExits = 0
+		return nil
+	}
+	if res.exitedAtStart != s.startExit {
+		s.startExit, s.startExits = res.exitedAtStart, 0
+	}
+	s.startExits++
+	if s.startExits < mistakeExits {
+		return nil
+	}
+	return &startLoopError{times: s.startExits, how: s.startExit, err: res.err}
+}
+
+// startLoopError is the cause of a server that exited before answering its
+// handshake, the same way, every time it was started.
+type startLoopError struct {
+	times int
+	how   string
+	err   error // the last attempt's
+}
+
+func (e *startLoopError) Error() string {
+	return fmt.Sprintf("the server exited before answering initialize %d times in a row, each with %s: %v", e.times, e.how, e.err)
+}
+
+func (e *startLoopError) Unwrap() error { return e.err }
 
 // applyDialLocked keeps what a connection attempt found out about the
 // server, whatever became of the attempt.
@@ -262,6 +325,8 @@ func (s *slot) installLocked(l *lease) {
 	s.gen++
 	l.gen = s.gen
 	s.lease = l
+	s.proven = true
+	s.startExits = 0
 	s.health.Reset(s.gen)
 	s.budget.Connected()
 	s.lastErr = nil

@@ -4,13 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/transport"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
+	"github.com/mcpfleet/mcpfleet/internal/failure"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // dialResult is what one connection attempt found out. The dial writes
@@ -23,6 +30,11 @@ type dialResult struct {
 	legacy bool
 	// stderr: the last lines a failed attempt's server wrote to stderr.
 	stderr []string
+	// exitedAtStart, for an attempt whose server exited before it
+	// answered the handshake, says how it exited ("exit status 3"), so
+	// that the connect loop can tell a server that cannot start (the
+	// same exit three times in a row) from an outage.
+	exitedAtStart string
 }
 
 // dial makes one connection attempt: the Conn, the MCP handshake, the
@@ -41,18 +53,18 @@ func (s *slot) dial(ctx context.Context, legacy bool) (res dialResult) {
 	// Connections of failed attempts are closed after the dial slot is
 	// released: a child that ignores stdin EOF takes the close grace to
 	// go, and must not hold up other servers' dials meanwhile.
-	var failed []Conn
+	var failed []transport.Conn
 	defer func() {
 		release()
 		for _, c := range failed {
 			m.closeConn(c)
 		}
 	}()
-	res.lease, res.stderr, res.err = s.dialOnce(ctx, legacy, &failed)
+	res = s.dialOnce(ctx, legacy, &failed)
 	if res.err != nil && !legacy && mcphttp.IsUnsupportedProtocol(res.err) && ctx.Err() == nil {
-		m.opts.logger.Info("mcpfleet: server rejected protocol 2026-07-28; using the initialize handshake",
+		m.opts.logger.Debug("mcpfleet: server rejected protocol 2026-07-28; using the initialize handshake",
 			"server", s.name)
-		res.lease, res.stderr, res.err = s.dialOnce(ctx, true, &failed)
+		res = s.dialOnce(ctx, true, &failed)
 		res.legacy = res.err == nil
 	}
 	return res
@@ -60,7 +72,7 @@ func (s *slot) dial(ctx context.Context, legacy bool) (res dialResult) {
 
 // closeConn closes the connection of a failed dial, bounded by the close
 // timeout. Nothing was installed, so there is nothing to report.
-func (m *Manager) closeConn(c Conn) {
+func (m *Manager) closeConn(c transport.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.closeTimeout)
 	defer cancel()
 	_ = c.Close(ctx)
@@ -69,7 +81,7 @@ func (m *Manager) closeConn(c Conn) {
 // dialOnce makes one attempt on one handshake. A failed attempt's Conn is
 // added to failed, for dial to close, and its server's last stderr lines
 // are returned with the error.
-func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]Conn) (*lease, []string, error) {
+func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Conn) dialResult {
 	m := s.m
 	cfg := s.config()
 	var auth mcphttp.Authorizer
@@ -78,15 +90,21 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]Conn) (*leas
 	}
 	conn, err := cfg.spec.dialer(&m.opts, legacy, cfg.limits, auth)(ctx)
 	if err != nil {
-		return nil, nil, wrapCause("dial", err)
+		return dialResult{err: err} // the transport's error names its step
 	}
 	l := &lease{slot: s, conn: conn, kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
-	fail := func(step string, err error) (*lease, []string, error) {
+	began := m.opts.clock.Now()
+	fail := func(step string, err error) dialResult {
 		l.cancel()
 		err = explain(conn, err)
 		*failed = append(*failed, conn)
-		return nil, stderrOf(conn), fmt.Errorf("%s: %w", step, err)
+		res := dialResult{stderr: stderrOf(conn)}
+		if step == "start" || step == "initialize" {
+			res.exitedAtStart = exitedHow(conn)
+		}
+		res.err = handshakeError(ctx, conn, step, m.opts.clock.Now().Sub(began), err)
+		return res
 	}
 
 	// The host's handlers are bound to this lease: a server request that
@@ -139,13 +157,13 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]Conn) (*leas
 		return fail("list", err)
 	}
 	l.catalog = cat
-	if hook, ok := conn.(ReadyHook); ok {
+	if hook, ok := conn.(transport.ReadyHook); ok {
 		if err := hook.Ready(ctx, c); err != nil {
 			return fail("ready", err)
 		}
 	}
 	m.startListen(l)
-	return l, nil, nil
+	return dialResult{lease: l}
 }
 
 // fetchLists fetches the lists named by which, every page, into cat,
@@ -245,4 +263,93 @@ func fetchPages[T any](ctx context.Context, limits Limits, what string,
 		seen[next] = true
 		cursor = next
 	}
+}
+
+// handshakeError is the error of a dial that failed at step (start,
+// initialize, list, ready), with what the server did meanwhile where that
+// explains it: a step that ran out of time says what it waited for and
+// for how long; the lines a stdio server wrote to stdout that were not
+// JSON-RPC are quoted (a banner, or a server meant for another transport),
+// and its stderr, when no exit already quoted it.
+func handshakeError(ctx context.Context, c transport.Conn, step string, took time.Duration, err error) error {
+	e := &dialStepError{step: step, err: err}
+	if ctx.Err() != nil && failure.Context(err) {
+		e.waited = took
+	}
+	if r, ok := c.(transport.Reporter); ok {
+		e.stray, e.strayTotal = r.Stray()
+		if connErr(c) == nil {
+			e.stderr = r.Stderr()
+			if len(e.stderr) > stderrQuoted {
+				e.stderr = e.stderr[len(e.stderr)-stderrQuoted:]
+			}
+		}
+	}
+	return e
+}
+
+// stderrQuoted is how many of a live server's last stderr lines the error
+// of a handshake that timed out quotes.
+const stderrQuoted = 5
+
+// dialStepError is handshakeError's error. It wraps the step's own error.
+type dialStepError struct {
+	step   string
+	err    error
+	waited time.Duration // set when the step ran out of time
+
+	stray      []string // the first lines on stdout that were not JSON-RPC
+	strayTotal int
+	stderr     []string // of a server that is still running
+}
+
+// waitedFor says what each step of a dial waits for.
+var waitedFor = map[string]string{
+	"start":      "the transport to start",
+	"initialize": "an answer to initialize",
+	"list":       "the catalog (tools/list and the other lists)",
+	"ready":      "the notification stream to open",
+}
+
+func (e *dialStepError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.step)
+	b.WriteString(": ")
+	if e.waited > 0 {
+		fmt.Fprintf(&b, "gave up after %v waiting for %s", e.waited.Round(time.Millisecond), waitedFor[e.step])
+		if e.strayTotal == 0 && len(e.stderr) == 0 {
+			b.WriteString("; the server wrote nothing meanwhile")
+		}
+	} else {
+		b.WriteString(e.err.Error())
+	}
+	if e.strayTotal > 0 {
+		lines := "1 line"
+		if e.strayTotal > 1 {
+			lines = strconv.Itoa(e.strayTotal) + " lines"
+		}
+		fmt.Fprintf(&b, "; the server wrote %s to stdout that %s not JSON-RPC, first %q (a stdio server may write only JSON-RPC messages to stdout: is it a server for another transport, or does it need an argument to speak stdio?)",
+			lines, map[bool]string{true: "are", false: "is"}[e.strayTotal > 1], e.stray[0])
+	}
+	if len(e.stderr) > 0 {
+		b.WriteString("; stderr: ")
+		b.WriteString(strings.Join(e.stderr, " | "))
+	}
+	return b.String()
+}
+
+func (e *dialStepError) Unwrap() error { return e.err }
+
+// exitedHow says how the server of a connection that died exited ("exit
+// status 3", "signal SIGSEGV"), or "" if it is alive, was closed by us, or
+// its transport has no process.
+func exitedHow(c transport.Conn) string {
+	var ee *stdio.ExitError
+	if err := connErr(c); err == nil || !errors.As(err, &ee) || ee.Closed {
+		return ""
+	}
+	if ee.Signal != 0 {
+		return "signal " + ee.Signal.String()
+	}
+	return "exit status " + strconv.Itoa(ee.Code)
 }

@@ -183,11 +183,15 @@ func (e *UnavailableError) Unwrap() []error {
 // serverError is a *ServerError of sentinel and an optional cause; the
 // public method fills in its Op (withOp).
 func serverError(sentinel error, server string, cause error) error {
-	err := sentinel
-	if cause != nil {
-		err = fmt.Errorf("%w: %w", sentinel, cause)
+	return &ServerError{Server: server, Err: because(sentinel, cause)}
+}
+
+// because returns sentinel with cause, if any, after it.
+func because(sentinel, cause error) error {
+	if cause == nil {
+		return sentinel
 	}
-	return &ServerError{Server: server, Err: err}
+	return fmt.Errorf("%w: %w", sentinel, cause)
 }
 
 // MessageTooLargeError is the error (inside a *ServerError) of a request

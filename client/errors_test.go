@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
@@ -25,7 +27,7 @@ func TestOneErrorShape(t *testing.T) {
 	mustAdd(t, m, "gone", ServerSpec{Stdio: &stdio.Spec{Command: "/nonexistent/mcp-server"}})
 	stuck := make(chan struct{})
 	t.Cleanup(func() { close(stuck) })
-	mustAdd(t, m, "stuck", ServerSpec{Dialer: func(ctx context.Context) (Conn, error) {
+	mustAdd(t, m, "stuck", ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {
 		select {
 		case <-stuck:
 		case <-ctx.Done():

@@ -75,6 +75,9 @@ type Event struct {
 	NextRetry  time.Time       // when the next dial is due; zero if none
 	Err        error           // the cause, if any
 	Diff       *snapshot.Diff  // for EventCatalog
+	// Protocol is, for an EventState to Connected, the MCP protocol
+	// version the new runtime speaks.
+	Protocol string
 	// Cached marks an EventCatalog whose catalog came from the catalog
 	// cache (WithCatalogCache), not from the server.
 	Cached bool
@@ -114,8 +117,10 @@ type bus struct {
 	subsClosed bool
 
 	// observer, if set, is told of every state change, in order, by the
-	// delivering goroutine: never under a slot's lock.
+	// delivering goroutine: never under a slot's lock; and log writes the
+	// lines of WithLogger, likewise.
 	observer Observer
+	log      *stateLog
 }
 
 type subscriber struct {
@@ -124,8 +129,9 @@ type subscriber struct {
 	after   uint64 // events up to this Seq are not for it (Watch)
 }
 
-func newBus(o Observer) *bus {
-	return &bus{wake: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*subscriber]struct{}{}, observer: o}
+func newBus(o Observer, log *stateLog) *bus {
+	return &bus{wake: make(chan struct{}, 1), done: make(chan struct{}), subs: map[*subscriber]struct{}{},
+		observer: o, log: log}
 }
 
 // publish queues e. It may be called with a slot's lock held: it only takes
@@ -177,6 +183,11 @@ func (b *bus) run() {
 func (b *bus) deliver(events []Event) {
 	if len(events) == 0 {
 		return
+	}
+	if b.log != nil {
+		for _, e := range events {
+			b.log.write(e)
+		}
 	}
 	if o := b.observer; o != nil {
 		for _, e := range events {

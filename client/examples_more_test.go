@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -130,7 +132,7 @@ func ExampleUnavailableError() {
 	defer m.Close()
 	down := errors.New("connection refused")
 	m.Add(context.Background(), "flaky", client.ServerSpec{
-		Dialer: func(context.Context) (client.Conn, error) { return nil, down },
+		Dialer: func(context.Context) (transport.Conn, error) { return nil, down },
 	})
 
 	_, err := m.CallTool(context.Background(), "flaky", "anything", nil)

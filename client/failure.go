@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mcpfleet/mcpfleet/transport"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcpfleet/mcpfleet/internal/failure"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -65,17 +67,17 @@ const (
 )
 
 // classify decides what a failed request on c means. The caller's context
-// comes first (mcp-go wraps context errors in *transport.Error too). Then
+// comes first (mcp-go wraps context errors in *mcptransport.Error too). Then
 // only the error's type decides, never its text: mcp-go returns the
 // server's JSON-RPC error answer as a plain error
 // (JSONRPCErrorDetails.AsError), and every failure under it, wrapped in
-// *transport.Error. Of those, only the ones that prove the request was not
+// *mcptransport.Error. Of those, only the ones that prove the request was not
 // run are "not sent"; every other one is lost.
-func classify(ctx context.Context, c Conn, err error) outcome {
+func classify(ctx context.Context, c transport.Conn, err error) outcome {
 	if ctx.Err() != nil {
 		return outcomeCanceled
 	}
-	var te *transport.Error
+	var te *mcptransport.Error
 	if !errors.As(err, &te) {
 		return outcomeResult
 	}
@@ -92,21 +94,21 @@ func classify(ctx context.Context, c Conn, err error) outcome {
 // the request: it rejected our session (it forgot it: HTTP 404, or the 400
 // forms transport/http turns into it), the request never left (connection
 // refused, a failed dial), or c knows it never wrote it.
-func notSent(c Conn, err error) bool {
-	if errors.Is(err, transport.ErrSessionTerminated) || failure.NeverSent(err) {
+func notSent(c transport.Conn, err error) bool {
+	if errors.Is(err, mcptransport.ErrSessionTerminated) || errors.Is(err, transport.ErrNotSent) || failure.NeverSent(err) {
 		return true
 	}
-	k, ok := c.(interface{ NotSent(error) bool })
+	k, ok := c.(transport.Classifier)
 	return ok && k.NotSent(err)
 }
 
 // fatal reports whether a failure means c's connection is unusable:
 // broken under the request, or so c says of its own transport's errors.
-func fatal(c Conn, err error) bool {
+func fatal(c transport.Conn, err error) bool {
 	if failure.Broken(err) {
 		return true
 	}
-	k, ok := c.(interface{ Fatal(error) bool })
+	k, ok := c.(transport.Classifier)
 	return ok && k.Fatal(err)
 }
 
@@ -124,14 +126,14 @@ func (s *slot) check(l *lease, err error) error {
 	}
 	t.Stop()
 	err = explain(l.conn, err)
-	if connErr(l.conn) != nil || errors.Is(err, transport.ErrTransportClosed) {
+	if connErr(l.conn) != nil || errors.Is(err, mcptransport.ErrTransportClosed) {
 		s.lost(l, err)
 	}
 	return err
 }
 
 // connErr returns the Conn's own account of its death, if it died.
-func connErr(c Conn) error {
+func connErr(c transport.Conn) error {
 	select {
 	case <-c.Done():
 		if err := c.Err(); err != nil {
@@ -149,9 +151,11 @@ var errConnDone = errors.New("connection closed")
 // why it died.
 const deathReportWait = 100 * time.Millisecond
 
-// explain adds the Conn's own account of its death to a fatal err. mcp-go sees a dead child's EOF before the exit watcher has reaped it,
-// so the account may be a moment behind: wait for it, briefly.
-func explain(c Conn, err error) error {
+// explain puts the Conn's own account of its death in place of a fatal
+// err, which is only its symptom ("transport closed"); both stay in the
+// chain. mcp-go sees a dead child's EOF before the exit watcher has reaped
+// it, so the account may be a moment behind: wait for it, briefly.
+func explain(c transport.Conn, err error) error {
 	if !fatal(c, err) {
 		return err
 	}
@@ -162,13 +166,20 @@ func explain(c Conn, err error) error {
 	case <-t.C:
 	}
 	if cause := connErr(c); cause != nil && !errors.Is(err, cause) {
-		return fmt.Errorf("%w (%w)", err, cause)
+		return &deathError{symptom: err, cause: cause}
 	}
 	return err
 }
 
+// deathError is a request's failure whose cause is its connection's death:
+// it reads as the cause, and matches both.
+type deathError struct{ symptom, cause error }
+
+func (e *deathError) Error() string   { return e.cause.Error() }
+func (e *deathError) Unwrap() []error { return []error{e.cause, e.symptom} }
+
 // connLost is the cause recorded when a Conn's Done channel closed.
-func connLost(c Conn) error {
+func connLost(c transport.Conn) error {
 	if err := c.Err(); err != nil {
 		return wrapCause("connection lost", err)
 	}

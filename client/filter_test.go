@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -89,7 +91,7 @@ func newFilterServer(tools ...string) *filterServer {
 }
 
 func (fs *filterServer) dialer() Dialer {
-	return func(ctx context.Context) (Conn, error) { return fs.Dial(ctx) }
+	return func(ctx context.Context) (transport.Conn, error) { return fs.Dial(ctx) }
 }
 
 // handshakes counts the connections the server saw begin (initialize or

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -24,7 +26,7 @@ const fleetShapeSize = 2000
 // once. The first closeWorkers of them wait until that many are under way
 // together, which only a Close that closes concurrently reaches.
 type gaugeConn struct {
-	Conn
+	transport.Conn
 	g *closeGauge
 }
 
@@ -105,7 +107,7 @@ func TestFleetShape(t *testing.T) {
 
 	gauge := &closeGauge{full: make(chan struct{})}
 	inner := InProcess(srv)
-	spec := ServerSpec{Dialer: func(ctx context.Context) (Conn, error) {
+	spec := ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {
 		c, err := inner(ctx)
 		if err != nil {
 			return nil, err

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mcpfleet/mcpfleet/transport"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
@@ -103,7 +105,7 @@ func newTestServer() *testServer {
 }
 
 func (ts *testServer) dialer() Dialer {
-	return func(ctx context.Context) (Conn, error) {
+	return func(ctx context.Context) (transport.Conn, error) {
 		c, err := ts.Dial(ctx)
 		if err != nil {
 			return nil, err
@@ -149,7 +151,7 @@ type recConn struct {
 	afterClose atomic.Int64
 }
 
-func (c *recConn) Transport() transport.Interface {
+func (c *recConn) Transport() mcptransport.Interface {
 	return &recTransport{Interface: c.Conn.Transport(), c: c}
 }
 
@@ -166,11 +168,11 @@ func (c *recConn) Close(ctx context.Context) error {
 }
 
 type recTransport struct {
-	transport.Interface
+	mcptransport.Interface
 	c *recConn
 }
 
-func (t *recTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+func (t *recTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	if t.c.closed.Load() {
 		t.c.afterClose.Add(1)
 	}
@@ -184,12 +186,12 @@ func (t *recTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 			}
 		}
 		if t.c.ts.listFail.Load() {
-			return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID,
+			return &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID,
 				Error: &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: "test: list is broken"}}, nil
 		}
 	}
 	if req.Method == string(mcp.MethodToolsCall) && t.c.ts.staleNext.CompareAndSwap(true, false) {
-		return nil, transport.ErrSessionTerminated
+		return nil, mcptransport.ErrSessionTerminated
 	}
 	return t.Interface.SendRequest(ctx, req)
 }

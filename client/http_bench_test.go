@@ -7,7 +7,7 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -154,7 +154,7 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 	args := map[string]any{"message": "hello"}
 
 	b.Run("impl=raw", func(b *testing.B) {
-		tr, err := transport.NewStreamableHTTP(srv.URL())
+		tr, err := mcptransport.NewStreamableHTTP(srv.URL())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
@@ -256,7 +258,7 @@ type blindDialer struct {
 	last   atomic.Pointer[mcphttp.Conn] // the newest Conn, unblinded
 }
 
-func (d *blindDialer) dial(ctx context.Context) (Conn, error) {
+func (d *blindDialer) dial(ctx context.Context) (transport.Conn, error) {
 	opts := []mcphttp.Option{mcphttp.WithLogger(nil)}
 	if d.legacy {
 		opts = append(opts, mcphttp.WithLegacyProtocol())
@@ -317,7 +319,7 @@ func TestHTTPRestartUnnoticed(t *testing.T) {
 				mustHTTPEcho(ctx, t, m, tt, "after the restart")
 				rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting", "Connected")
 				lost := nthStateEvent(t, rec, 2)
-				if !mcphttp.IsStaleSession(lost.Err) || !errors.Is(lost.Err, transport.ErrSessionTerminated) || lost.Generation != 1 {
+				if !mcphttp.IsStaleSession(lost.Err) || !errors.Is(lost.Err, mcptransport.ErrSessionTerminated) || lost.Generation != 1 {
 					t.Errorf("Reconnecting event: generation %d cause %v, want generation 1 and a stale session", lost.Generation, lost.Err)
 				}
 				t.Logf("stale session, retried: %v", lost.Err)
@@ -406,14 +408,14 @@ func TestHTTPLateStaleSessionFromOldGeneration(t *testing.T) {
 		want outcome
 	}{
 		{"stale session from the new server", stale, outcomeNotSent},
-		{"session terminated", transport.ErrSessionTerminated, outcomeNotSent},
+		{"session terminated", mcptransport.ErrSessionTerminated, outcomeNotSent},
 		{"stream lost", connLost(old.conn), outcomeLost},
 		{"connection refused", refused, outcomeNotSent},
 	} {
 		t.Run(late.name, func(t *testing.T) {
 			// As mcp-go hands them on: every failure under the client is
-			// wrapped in *transport.Error.
-			if got := classify(ctx, old.conn, transport.NewError(late.err)); got != late.want {
+			// wrapped in *mcptransport.Error.
+			if got := classify(ctx, old.conn, mcptransport.NewError(late.err)); got != late.want {
 				t.Errorf("classify(%v) = %d, want %d", late.err, got, late.want)
 			}
 			// What do() and the watcher do with a failure of a lease.
@@ -436,7 +438,7 @@ func TestHTTPLateStaleSessionFromOldGeneration(t *testing.T) {
 }
 
 // newMCPClient starts an mcp-go client on conn and runs the handshake.
-func newMCPClient(t *testing.T, ctx context.Context, conn Conn) *mcpclient.Client {
+func newMCPClient(t *testing.T, ctx context.Context, conn transport.Conn) *mcpclient.Client {
 	t.Helper()
 	c := mcpclient.NewClient(conn.Transport())
 	if err := c.Start(ctx); err != nil {

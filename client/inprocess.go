@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/inproc"
@@ -13,7 +15,7 @@ import (
 // a new session of srv.
 func InProcess(srv *server.MCPServer) Dialer {
 	s := inproc.New(srv)
-	return func(ctx context.Context) (Conn, error) {
+	return func(ctx context.Context) (transport.Conn, error) {
 		c, err := s.Dial(ctx)
 		if err != nil {
 			return nil, err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -66,7 +68,7 @@ func TestCallOfALazyServerIsInterceptedBeforeItStarts(t *testing.T) {
 	m := newTestManager(t, WithInterceptor(refuse))
 	ts := newTestServer()
 	d := ts.dialer()
-	mustAdd(t, m, "lazy", ServerSpec{Lazy: true, Dialer: func(ctx context.Context) (Conn, error) {
+	mustAdd(t, m, "lazy", ServerSpec{Lazy: true, Dialer: func(ctx context.Context) (transport.Conn, error) {
 		dials.Add(1)
 		return d(ctx)
 	}})
@@ -102,7 +104,7 @@ func TestCloseOneDeadlineForAllRuntimes(t *testing.T) {
 	n := closeWorkers + 1
 	deadlines := make(chan time.Time, n)
 	for i := range n {
-		if err := m.Add(context.Background(), fmt.Sprintf("s%04d", i), ServerSpec{Dialer: func(ctx context.Context) (Conn, error) {
+		if err := m.Add(context.Background(), fmt.Sprintf("s%04d", i), ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {
 			c, err := ts.Dial(ctx)
 			if err != nil {
 				return nil, err
@@ -163,7 +165,7 @@ func TestSubscribeAwaitingApprovalIsNotRenewed(t *testing.T) {
 	}
 	m := newTestManager(t, WithInterceptor(approve), WithPolicy(fastPolicy))
 	rec := record(m)
-	mustAdd(t, m, "s", ServerSpec{Dialer: func(ctx context.Context) (Conn, error) { return ip.Dial(ctx) }})
+	mustAdd(t, m, "s", ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) { return ip.Dial(ctx) }})
 	mustWait(t, m, "s", lifecycle.Connected)
 	errc := make(chan error, 1)
 	go func() { errc <- m.SubscribeResource(testCtx(t), "s", uri) }()

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
 
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
@@ -17,7 +19,7 @@ import (
 type lease struct {
 	gen         uint64 // set under the slot's lock when installed; then fixed
 	slot        *slot
-	conn        Conn
+	conn        transport.Conn
 	client      *mcpclient.Client
 	ctx         context.Context // cancelled at detach; while it lives the lease is live
 	cancel      context.CancelFunc
@@ -72,8 +74,8 @@ func (l *lease) describe(r *Request) {
 
 // stderrOf returns the last lines a connection's server wrote to stderr, if
 // its transport keeps them (stdio does).
-func stderrOf(c Conn) []string {
-	if e, ok := c.(interface{ Stderr() []string }); ok {
+func stderrOf(c transport.Conn) []string {
+	if e, ok := c.(transport.Reporter); ok {
 		return e.Stderr()
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -31,7 +33,7 @@ type listenState struct {
 // startListen opens l's stream if l speaks 2026-07-28 over a Conn with no
 // stream of its own and the server declares something to listen for.
 func (m *Manager) startListen(l *lease) {
-	if _, ok := l.conn.(ReadyHook); ok || !mcp.IsModernProtocol(l.protocol) {
+	if _, ok := l.conn.(transport.ReadyHook); ok || !mcp.IsModernProtocol(l.protocol) {
 		return
 	}
 	caps := l.client.GetServerCapabilities()

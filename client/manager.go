@@ -85,12 +85,18 @@ func New(opts ...Option) *Manager {
 		opts:      o,
 		ctx:       ctx,
 		cancel:    cancel,
-		bus:       newBus(o.observer),
+		bus:       newBus(o.observer, nil),
 		pub:       catalog.NewPublisher(o.naming),
 		dialSem:   semaphore.NewWeighted(int64(o.maxDials)),
 		slots:     map[string]*slot{},
 		closeDone: make(chan struct{}),
 	}
+	m.bus.log = newStateLog(o.logger, func(server string) int {
+		if c, ok := m.pub.View().Catalog(server); ok {
+			return len(c.Tools)
+		}
+		return 0
+	})
 	if o.cachePath != "" {
 		m.cache = openCatalogCache(o.cachePath, o.logger)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -175,9 +175,9 @@ func TestForeignContextErrorsAreNotTheCallers(t *testing.T) {
 	s := newSlot(m, "s", ServerSpec{}, "")
 	for _, cause := range []error{
 		// What mcp-go returns for a request whose context ended.
-		fmt.Errorf("%w: %w", ErrTooManyTimeouts, transport.NewError(context.DeadlineExceeded)),
-		fmt.Errorf("initialize: %w", transport.NewError(context.DeadlineExceeded)),
-		transport.NewError(fmt.Errorf("Post \"http://x\": %w", context.Canceled)),
+		fmt.Errorf("%w: %w", ErrTooManyTimeouts, mcptransport.NewError(context.DeadlineExceeded)),
+		fmt.Errorf("initialize: %w", mcptransport.NewError(context.DeadlineExceeded)),
+		mcptransport.NewError(fmt.Errorf("Post \"http://x\": %w", context.Canceled)),
 	} {
 		s.mu.Lock()
 		s.lastErr = cause
@@ -188,9 +188,9 @@ func TestForeignContextErrorsAreNotTheCallers(t *testing.T) {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				t.Errorf("%v passes for the caller's context error", err)
 			}
-			var te *transport.Error
+			var te *mcptransport.Error
 			if !errors.As(err, &te) {
-				t.Errorf("%v lost the rest of its chain (*transport.Error)", err)
+				t.Errorf("%v lost the rest of its chain (*mcptransport.Error)", err)
 			}
 			if errors.Is(cause, ErrTooManyTimeouts) && !errors.Is(err, ErrTooManyTimeouts) {
 				t.Errorf("%v lost ErrTooManyTimeouts from its chain", err)

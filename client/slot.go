@@ -90,6 +90,13 @@ type slot struct {
 	// at start is exactly when its stderr matters.
 	lastStderr []string
 	nextRetry  time.Time
+	// proven is set once a runtime of the current configuration connected:
+	// from then on its dial failures are outages, never mistakes (see
+	// mistakeLocked). startExits counts the dials in a row whose server
+	// exited before its handshake in the way startExit says.
+	proven     bool
+	startExits int
+	startExit  string
 	legacy     bool // the server rejected 2026-07-28: dial the older handshake first
 	cached     bool // the published catalog came from the catalog cache
 	// raw is the catalog the server last sent (or the cache gave), before
@@ -207,6 +214,9 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	e := Event{Kind: EventState, From: from, To: to, Err: cause}
+	if to == lifecycle.Connected && s.lease != nil {
+		e.Protocol = s.lease.protocol
+	}
 	if to == lifecycle.NeedsAuthorization {
 		e.AuthorizationURL = s.authURL()
 	}

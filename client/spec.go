@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
@@ -126,6 +128,13 @@ func validateIdleTimeout(d time.Duration) error {
 	return nil
 }
 
+// Dialer opens a new connection to one server. The Manager calls it once
+// per connection attempt; ctx bounds the attempt and ends when the attempt
+// is abandoned (Disable, Remove, Close), but the Conn it returns must
+// outlive ctx: only Conn.Close ends it. See package transport for the
+// capabilities a Conn may add.
+type Dialer func(ctx context.Context) (transport.Conn, error)
+
 // dialer returns how to open a connection for one attempt, under the
 // slot's limits and with its authorizer (nil: none). legacy asks for the
 // initialize handshake, after a server rejected 2026-07-28.
@@ -140,7 +149,7 @@ func (s ServerSpec) dialer(o *options, legacy bool, limits Limits, auth mcphttp.
 		spec := *s.Stdio
 		opts := append([]stdio.Option{stdio.WithLogger(o.logger), stdio.WithMaxMessageBytes(limits.MaxMessageBytes),
 			stdio.WithStderrLogRate(limits.NotificationRate)}, o.stdioOptions...)
-		return func(ctx context.Context) (Conn, error) { return stdio.Dial(ctx, spec, opts...) }
+		return func(ctx context.Context) (transport.Conn, error) { return stdio.Dial(ctx, spec, opts...) }
 	case s.HTTP != nil:
 		spec := *s.HTTP
 		opts := append([]mcphttp.Option{mcphttp.WithLogger(o.logger),
@@ -151,7 +160,7 @@ func (s ServerSpec) dialer(o *options, legacy bool, limits Limits, auth mcphttp.
 		if auth != nil {
 			opts = append(opts, mcphttp.WithAuthorizer(auth))
 		}
-		return func(ctx context.Context) (Conn, error) { return mcphttp.Dial(ctx, spec, opts...) }
+		return func(ctx context.Context) (transport.Conn, error) { return mcphttp.Dial(ctx, spec, opts...) }
 	default:
 		return s.Dialer
 	}
@@ -184,11 +193,14 @@ func (s ServerSpec) describe() (transport, address string, port int) {
 	return "dialer", "", 0
 }
 
-// The transports satisfy the seam by shape; these lines keep it so.
+// The transports satisfy the seam; these lines keep it so.
 var (
-	_ Conn      = (*stdio.Conn)(nil)
-	_ Conn      = (*mcphttp.Conn)(nil)
-	_ ReadyHook = (*mcphttp.Conn)(nil)
+	_ transport.Conn             = (*stdio.Conn)(nil)
+	_ transport.Reporter         = (*stdio.Conn)(nil)
+	_ transport.Conn             = (*mcphttp.Conn)(nil)
+	_ transport.ReadyHook        = (*mcphttp.Conn)(nil)
+	_ transport.Classifier       = (*mcphttp.Conn)(nil)
+	_ transport.ResourceListener = (*mcphttp.Conn)(nil)
 
 	_ mcphttp.Authorizer = (*oauth.Authorizer)(nil)
 )

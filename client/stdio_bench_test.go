@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
@@ -27,7 +27,7 @@ func BenchmarkStdioCallTool(b *testing.B) {
 
 	b.Run("impl=raw", func(b *testing.B) {
 		inv := faultserver.Command(faultserver.ModeNormal)
-		c := mcpclient.NewClient(transport.NewStdio(inv.Path, inv.EnvList(), inv.Args...))
+		c := mcpclient.NewClient(mcptransport.NewStdio(inv.Path, inv.EnvList(), inv.Args...))
 		defer c.Close()
 		client.BenchRawCallTool(b, c, args, nil)
 	})

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mcpfleet/mcpfleet/transport"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"go.uber.org/goleak"
 	"golang.org/x/sync/errgroup"
 
@@ -52,7 +54,7 @@ func (dc *dialCounter) wrap(m *Manager) {
 			return nil
 		}
 		inner := spec.dialer(&o, false, o.limits, nil)
-		return func(ctx context.Context) (Conn, error) {
+		return func(ctx context.Context) (transport.Conn, error) {
 			dc.dials.Add(1)
 			n := dc.active.Add(1)
 			for p := dc.peak.Load(); n > p && !dc.peak.CompareAndSwap(p, n); p = dc.peak.Load() {
@@ -73,12 +75,12 @@ func (dc *dialCounter) wrap(m *Manager) {
 
 // countedConn ends its dial's count (see dialCounter).
 type countedConn struct {
-	Conn
+	transport.Conn
 	end func()
 }
 
-func (c *countedConn) Transport() transport.Interface {
-	return &countedTransport{BidirectionalInterface: c.Conn.Transport().(transport.BidirectionalInterface), end: c.end}
+func (c *countedConn) Transport() mcptransport.Interface {
+	return &countedTransport{BidirectionalInterface: c.Conn.Transport().(mcptransport.BidirectionalInterface), end: c.end}
 }
 
 func (c *countedConn) Close(ctx context.Context) error {
@@ -87,11 +89,11 @@ func (c *countedConn) Close(ctx context.Context) error {
 }
 
 type countedTransport struct {
-	transport.BidirectionalInterface
+	mcptransport.BidirectionalInterface
 	end func()
 }
 
-func (t *countedTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+func (t *countedTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	resp, err := t.BidirectionalInterface.SendRequest(ctx, req)
 	if err != nil || req.Method == "tools/list" {
 		t.end()

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
 // SubscribeResource subscribes to updates of the resource uri on server.
@@ -80,16 +80,6 @@ func sendUnsubscribe(ctx context.Context, s *slot, c *mcpclient.Client, uri stri
 	return struct{}{}, s.relisten(ctx, c, uri, false)
 }
 
-// resourceListener is a Conn whose notification stream carries the resource
-// subscriptions on the 2026-07-28 protocol, and can change them while it
-// runs (transport/http's Conn).
-type resourceListener interface {
-	SubscribeResource(ctx context.Context, c *mcpclient.Client, uri string) error
-	UnsubscribeResource(ctx context.Context, c *mcpclient.Client, uri string) error
-}
-
-var _ resourceListener = (*mcphttp.Conn)(nil)
-
 // relisten tells the Conn of the runtime c belongs to that uri was
 // subscribed to (or unsubscribed from), where the protocol puts resource
 // subscriptions in the notification stream's filter. A runtime already
@@ -104,7 +94,7 @@ func (s *slot) relisten(ctx context.Context, c *mcpclient.Client, uri string, su
 	if l == nil || l.client != c {
 		return nil
 	}
-	rl, ok := l.conn.(resourceListener)
+	rl, ok := l.conn.(transport.ResourceListener)
 	if !ok {
 		s.m.relistenResource(l, c, uri, subscribe)
 		return nil

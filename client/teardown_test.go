@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
@@ -18,7 +20,7 @@ import (
 // slowCloseConn is a Conn whose Close waits for gate before closing, and records
 // when it has closed.
 type slowCloseConn struct {
-	Conn
+	transport.Conn
 	gate   <-chan struct{}
 	closed *atomic.Bool
 }
@@ -34,7 +36,7 @@ func (c *slowCloseConn) Close(ctx context.Context) error {
 }
 
 func slowCloseDialer(d Dialer, gate <-chan struct{}, closed *atomic.Bool) Dialer {
-	return func(ctx context.Context) (Conn, error) {
+	return func(ctx context.Context) (transport.Conn, error) {
 		c, err := d(ctx)
 		if err != nil {
 			return nil, err

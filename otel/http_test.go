@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	mcpotel "github.com/mcpfleet/mcpfleet/otel"
@@ -88,7 +90,7 @@ type blindDialer struct {
 	last atomic.Pointer[mcphttp.Conn] // the newest Conn, unblinded
 }
 
-func (d *blindDialer) dial(ctx context.Context) (client.Conn, error) {
+func (d *blindDialer) dial(ctx context.Context) (transport.Conn, error) {
 	c, err := mcphttp.Dial(ctx, d.spec, mcphttp.WithLogger(nil))
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/attribute"
@@ -247,7 +249,7 @@ func newTestServer() *testServer {
 }
 
 func (ts *testServer) dialer() client.Dialer {
-	return func(ctx context.Context) (client.Conn, error) {
+	return func(ctx context.Context) (transport.Conn, error) {
 		c, err := ts.Dial(ctx)
 		if err != nil {
 			return nil, err

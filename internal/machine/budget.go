@@ -83,8 +83,15 @@ func NewBudget(p lifecycle.Policy, clock lifecycle.Clock) *Budget {
 func (b *Budget) Policy() lifecycle.Policy { return b.policy }
 
 // Attempts returns the failures counted in the current outage (failed dials
-// and connections lost before they were healthy), ramp dials included.
-func (b *Budget) Attempts() int { return b.attempts }
+// and connections lost before they were healthy), ramp dials included, but
+// never more than the policy's MaxAttempts, so that a status never reads
+// "attempt 11 of 10".
+func (b *Budget) Attempts() int {
+	if b.policy.MaxAttempts >= 0 {
+		return min(b.attempts, b.policy.MaxAttempts)
+	}
+	return b.attempts
+}
 
 // Failed counts one failed dial and returns how long to wait before the
 // next one. ok is false when the budget is exhausted.
@@ -109,6 +116,30 @@ func (b *Budget) Failed() (wait time.Duration, ok bool) {
 	if wait == backoff.Stop {
 		return 0, false
 	}
+	return wait, true
+}
+
+// Quick counts one failed dial that is retried on the fast ramp
+// (lifecycle.Policy.FastInterval, doubling, up to InitialInterval) without
+// spending MaxAttempts, and returns the wait. The owner uses it for a dial
+// whose server exited before it answered its handshake, on its first
+// connect: three such exits alike are a server that cannot start (a
+// mistake to report at once), and they must come in milliseconds, not
+// seconds. ok is false when the ramp is off (a negative FastInterval) or
+// has reached InitialInterval: the owner then spends the budget (Failed).
+func (b *Budget) Quick() (wait time.Duration, ok bool) {
+	if b.policy.FastInterval <= 0 {
+		return 0, false
+	}
+	if b.ramp <= 0 {
+		b.ramp = b.policy.FastInterval
+	}
+	if b.ramp >= b.policy.InitialInterval {
+		return 0, false
+	}
+	b.attempts++
+	wait = b.ramp
+	b.ramp *= 2
 	return wait, true
 }
 

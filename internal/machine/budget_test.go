@@ -273,3 +273,54 @@ func TestBudgetLost(t *testing.T) {
 		t.Fatalf("loss after a stable period: wait %v ok %v attempts %d", wait, ok, b.Attempts())
 	}
 }
+
+// TestBudgetQuickRampsWithoutSpending: a dial retried on the fast ramp
+// waits FastInterval, doubling, spends nothing of MaxAttempts, and hands
+// over to the normal schedule once the ramp reaches InitialInterval.
+func TestBudgetQuickRampsWithoutSpending(t *testing.T) {
+	b := machine.NewBudget(lifecycle.Policy{
+		InitialInterval: 100 * time.Millisecond, FastInterval: 10 * time.Millisecond,
+		Jitter: -1, MaxAttempts: 2,
+	}, fakeclock.New(time.Unix(0, 0)))
+	for _, want := range []time.Duration{10, 20, 40, 80} {
+		got, ok := b.Quick()
+		if !ok || got != want*time.Millisecond {
+			t.Fatalf("Quick = %v, %v; want %v", got, ok, want*time.Millisecond)
+		}
+	}
+	if _, ok := b.Quick(); ok {
+		t.Fatal("Quick went on past InitialInterval")
+	}
+	// Nothing was spent: both attempts of the budget are left.
+	for i := range 2 {
+		if _, ok := b.Failed(); !ok {
+			t.Fatalf("failed dial %d after the ramp: budget exhausted", i+1)
+		}
+	}
+	if _, ok := b.Failed(); ok {
+		t.Fatal("budget not exhausted after MaxAttempts failed dials")
+	}
+	off := machine.NewBudget(lifecycle.Policy{FastInterval: -1}, fakeclock.New(time.Unix(0, 0)))
+	if _, ok := off.Quick(); ok {
+		t.Fatal("Quick with the ramp off")
+	}
+}
+
+// TestBudgetAttemptsNeverExceedMax: ramp dials and the failure that
+// exhausts the budget count, but a status never reads more attempts than
+// the policy allows.
+func TestBudgetAttemptsNeverExceedMax(t *testing.T) {
+	b := machine.NewBudget(lifecycle.Policy{MaxAttempts: 3, Jitter: -1}, fakeclock.New(time.Unix(0, 0)))
+	for {
+		b.Quick()
+		if _, ok := b.Failed(); !ok {
+			break
+		}
+		if b.Attempts() > 3 {
+			t.Fatalf("Attempts = %d with MaxAttempts 3", b.Attempts())
+		}
+	}
+	if b.Attempts() != 3 {
+		t.Fatalf("Attempts = %d once exhausted, want 3", b.Attempts())
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcpfleet/mcpfleet/internal/failure"
 	"github.com/mcpfleet/mcpfleet/internal/frame"
@@ -44,7 +44,7 @@ type Conn struct {
 	opts options
 	cmd  *exec.Cmd
 	pid  int
-	tr   *transport.Stdio
+	tr   *mcptransport.Stdio
 	tree tree        // the OS's handle on the process and its descendants; use under sigMu
 	rec  *registered // the entry in opts.registry, or nil
 
@@ -52,6 +52,8 @@ type Conn struct {
 	// stdout's is read by tr and closed by us once the process is gone.
 	stdout *eofReader
 	stderr *os.File
+	// stray watches stdout for lines that are not JSON-RPC (a banner).
+	stray *strayTap
 	// tooLarge holds the answers the line limiter discarded.
 	tooLarge frame.TooLargeAnswers
 
@@ -59,7 +61,7 @@ type Conn struct {
 	stderrDone chan struct{} // closed when drainStderr returns
 
 	done chan struct{} // closed by the exit watcher once the process is reaped
-	err  atomic.Pointer[ExitError]
+	err  atomic.Pointer[Error] // how the process ended: an *Error around an *ExitError
 
 	// sigMu orders signals against the reap: the tree is signalled only
 	// while exited is false, that is while the leader is not yet reaped (on
@@ -98,11 +100,11 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		opt(&o)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("mcpfleet: stdio: dial %s: %w", spec.Command, err)
+		return nil, &Error{Op: "dial", Command: spec.Command, Err: err}
 	}
 	path, err := resolve(spec)
 	if err != nil {
-		return nil, err
+		return nil, &Error{Op: "start", Command: spec.Command, Err: err}
 	}
 
 	// Our own pipes rather than exec's StdinPipe/StdoutPipe: exec.Cmd.Wait
@@ -150,7 +152,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
 		tree:       t,
-		stdout:     newEOFReader(stdoutR, stdoutR),
+		stray:      newStrayTap(stdoutR),
 		stderr:     stderrR,
 		ring:       newRing(o.stderrLines, o.stderrBytes),
 		stderrDone: make(chan struct{}),
@@ -158,17 +160,18 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		force:      make(chan struct{}),
 		closed:     make(chan struct{}),
 	}
+	c.stdout = newEOFReader(stdoutR, c.stray)
 	if o.maxMessage > 0 {
 		log := o.logger
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		c.stdout.r = frame.NewLimiter(stdoutR, frame.Lines, o.maxMessage, &c.tooLarge, log.With("pid", c.pid))
+		c.stdout.r = frame.NewLimiter(c.stray, frame.Lines, o.maxMessage, &c.tooLarge, log.With("pid", c.pid))
 	}
 	// mcp-go gets stdout and stdin only. Its stderr argument would be
 	// closed by its Close and is otherwise unused with NewIO; we drain
 	// stderr ourselves into the ring buffer.
-	c.tr = transport.NewIO(c.stdout, stdinW, nil)
+	c.tr = mcptransport.NewIO(c.stdout, stdinW, nil)
 	// Recorded before the exit watcher can reap the process, so that its
 	// pid (and start time) are still its own.
 	c.rec = o.registry.add(c.pid, c.pid, spec.Command)
@@ -187,7 +190,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		// process must not survive the failed Dial.
 		c.forceOnce.Do(func() { close(c.force) })
 		_ = c.Close(context.Background())
-		return nil, fmt.Errorf("mcpfleet: stdio: dial %s: %w", spec.Command, err)
+		return nil, &Error{Op: "dial", Command: spec.Command, Err: err}
 	}
 	return c, nil
 }
@@ -195,20 +198,20 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 // Transport returns the mcp-go transport over the process's stdin and
 // stdout. It is not started: the caller starts it exactly once (Start does
 // not spawn anything, the process already runs) and then initializes.
-func (c *Conn) Transport() transport.Interface {
+func (c *Conn) Transport() mcptransport.Interface {
 	return &limitedTransport{Stdio: c.tr, tooLarge: &c.tooLarge}
 }
 
 // limitedTransport is mcp-go's transport with the answers the line limiter
 // discarded turned into the error that says so.
 type limitedTransport struct {
-	*transport.Stdio
+	*mcptransport.Stdio
 	tooLarge *frame.TooLargeAnswers
 }
 
 // SendRequest sends req; if its answer was over the size limit, the error
 // is a *frame.TooLarge (see frame.Limiter).
-func (t *limitedTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+func (t *limitedTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	resp, err := t.Stdio.SendRequest(ctx, req)
 	if err == nil && resp != nil && resp.Error != nil {
 		if e := t.tooLarge.Take(req.ID.String()); e != nil {
@@ -222,9 +225,10 @@ func (t *limitedTransport) SendRequest(ctx context.Context, req transport.JSONRP
 // crashed, was killed from outside or was ended by Close.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err returns nil while Done is open, then an *ExitError that names the exit
-// status or signal and quotes the last lines of stderr. It matches
-// ErrExited, and ErrClosed too when Close ended the process.
+// Err returns nil while Done is open, then an *Error (naming the command
+// and the process) around an *ExitError that names the exit status or
+// signal and quotes an excerpt of stderr. It matches ErrExited, and
+// ErrClosed too when Close ended the process.
 func (c *Conn) Err() error {
 	if e := c.err.Load(); e != nil {
 		return e
@@ -242,6 +246,12 @@ func (c *Conn) Spec() Spec { return c.spec }
 // first, within the buffer set by WithStderrBuffer: for status displays
 // and for explaining a failed handshake.
 func (c *Conn) Stderr() []string { return c.ring.last(-1) }
+
+// Stray returns the first lines the process wrote to stdout that were not
+// JSON-RPC messages (a banner, a log line printed to the wrong stream),
+// and how many such lines there were. mcp-go skips them; they often
+// explain a server that never answers.
+func (c *Conn) Stray() (first []string, total int) { return c.stray.lines() }
 
 // Close ends the process and releases everything the Conn holds:
 //
@@ -275,7 +285,8 @@ func (c *Conn) Close(ctx context.Context) error {
 	case <-c.closed:
 		return c.closeErr
 	default:
-		return fmt.Errorf("mcpfleet: stdio: close pid %d: %w (sent %s, reaping in the background)", c.pid, ctx.Err(), killName)
+		return &Error{Op: "close", Command: c.spec.Command, PID: c.pid,
+			Err: fmt.Errorf("%w (sent %s, reaping in the background)", ctx.Err(), killName)}
 	}
 }
 
@@ -300,7 +311,8 @@ func (c *Conn) teardown() {
 		select {
 		case <-c.done:
 		case <-t.C:
-			err = fmt.Errorf("mcpfleet: stdio: close pid %d: still not reaped %v after %s", c.pid, c.opts.killTimeout, killName)
+			err = &Error{Op: "close", Command: c.spec.Command, PID: c.pid,
+				Err: fmt.Errorf("still not reaped %v after %s", c.opts.killTimeout, killName)}
 		}
 		t.Stop()
 	}
@@ -314,7 +326,8 @@ func (c *Conn) teardown() {
 	// Released by the exit watcher before Done; what it let go (the Linux
 	// guard) is ours to reap too.
 	if err == nil && !c.tree.waitReleased(c.opts.killTimeout) {
-		err = fmt.Errorf("mcpfleet: stdio: close pid %d: its process group's guard was not reaped after %v", c.pid, c.opts.killTimeout)
+		err = &Error{Op: "close", Command: c.spec.Command, PID: c.pid,
+			Err: fmt.Errorf("its process group's guard was not reaped after %v", c.opts.killTimeout)}
 	}
 	c.closeErr = err
 }
@@ -386,13 +399,13 @@ func (c *Conn) watch() {
 		expired = true
 	}
 
-	e := &ExitError{PID: c.pid, Code: -1, Stderr: c.ring.last(errTailLines), Closed: c.closing.Load()}
+	e := &ExitError{PID: c.pid, Code: -1, Stderr: excerpt(c.ring.last(-1)), Closed: c.closing.Load()}
 	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		e.Signal = ws.Signal()
 	} else {
 		e.Code = c.cmd.ProcessState.ExitCode()
 	}
-	c.err.Store(e)
+	c.err.Store(&Error{Command: c.spec.Command, PID: c.pid, Err: e})
 	close(c.done)
 
 	// mcp-go notices the death only by EOF on stdout, which a descendant
@@ -444,8 +457,10 @@ func resolve(spec Spec) (string, error) {
 	if spec.Dir != "" {
 		fi, err := os.Stat(spec.Dir)
 		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("%w: %q does not exist", ErrDirNotFound, spec.Dir)
 		case err != nil:
-			return "", fmt.Errorf("%w: %q: %w", ErrDirNotFound, spec.Dir, err)
+			return "", fmt.Errorf("%w: %w", ErrDirNotFound, err)
 		case !fi.IsDir():
 			return "", fmt.Errorf("%w: %q is not a directory", ErrDirNotFound, spec.Dir)
 		}
@@ -455,9 +470,9 @@ func resolve(spec Spec) (string, error) {
 		path, err := exec.LookPath(spec.Command)
 		if err != nil {
 			if errors.Is(err, fs.ErrPermission) {
-				return "", fmt.Errorf("%w: %q: %w", ErrNotExecutable, spec.Command, err)
+				return "", fmt.Errorf("%w: %w", ErrNotExecutable, err)
 			}
-			return "", fmt.Errorf("%w: %q is not in $PATH", ErrCommandNotFound, spec.Command)
+			return "", fmt.Errorf("%w in $PATH (install it, or give its full path as the command)", ErrCommandNotFound)
 		}
 		return path, nil
 	}
@@ -480,11 +495,11 @@ func startError(spec Spec, path string, err error) error {
 	case failure.Exhausted(err):
 		return spawnError(spec, err)
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %q (or the interpreter its #! line names): %w", ErrCommandNotFound, path, err)
+		err = fmt.Errorf("%w: %q (or the interpreter its #! line names): %w", ErrCommandNotFound, path, err)
 	case errors.Is(err, fs.ErrPermission), isExecFormatError(err):
-		return fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
+		err = fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
 	}
-	return fmt.Errorf("mcpfleet: stdio: start %s: %w", spec, err)
+	return &Error{Op: "start", Command: spec.Command, Err: err}
 }
 
 func closeFiles(files ...*os.File) {

@@ -5,6 +5,7 @@ package stdio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ func TestKilledFromOutside(t *testing.T) {
 		t.Fatal("pending call still blocked after the child died")
 	}
 	err := c.Err()
-	if !strings.HasPrefix(err.Error(), "mcpfleet: stdio: process killed by signal SIGKILL") {
+	if want := fmt.Sprintf("stdio: %s (pid %d): process killed by signal SIGKILL", c.Spec().Command, c.PID()); !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Err() = %q", err)
 	}
 	if !errors.Is(err, ErrExited) || errors.Is(err, ErrClosed) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 )
 
@@ -64,7 +66,7 @@ func TestDialErrors(t *testing.T) {
 		says string
 	}{
 		{"empty", Spec{}, nil, "command is empty"},
-		{"not in PATH", Spec{Command: "mcpfleet-no-such-server"}, ErrCommandNotFound, `"mcpfleet-no-such-server" is not in $PATH`},
+		{"not in PATH", Spec{Command: "mcpfleet-no-such-server"}, ErrCommandNotFound, `stdio: start mcpfleet-no-such-server: command not found in $PATH`},
 		{"no such path", Spec{Command: "/nonexistent/server"}, ErrCommandNotFound, `"/nonexistent/server" does not exist`},
 		{"relative to dir", Spec{Command: "./nope", Dir: dir}, ErrCommandNotFound, filepath.Join(dir, "nope")},
 		{"not executable", Spec{Command: notExec}, ErrNotExecutable, notExec + `" has no execute permission`},
@@ -84,6 +86,10 @@ func TestDialErrors(t *testing.T) {
 			t.Logf("%v", err)
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("error %v does not match %v", err, tt.is)
+			}
+			// A mistake no retry can fix: the Manager stops retrying at once.
+			if tt.is != nil && !errors.Is(err, transport.ErrMisconfigured) {
+				t.Errorf("error %v does not match transport.ErrMisconfigured", err)
 			}
 			if !strings.Contains(err.Error(), tt.says) {
 				t.Errorf("error %q does not say %q", err, tt.says)

@@ -50,7 +50,7 @@ func TestFaults(t *testing.T) {
 		name: "exit at start", mode: faultserver.ModeExitAtStart, calls: 1,
 		want: []string{"dialed", "init-failed:transport-closed", "exited:exit 3", "closed"},
 		check: func(t *testing.T, c *Conn) {
-			want := "mcpfleet: stdio: process exited: exit status 3; stderr: "
+			want := "process exited: exit status 3; stderr: "
 			if err := c.Err(); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), faultserver.ExitAtStartLine) {
 				t.Errorf("Err() = %q, want it to contain %q and %q", err, want, faultserver.ExitAtStartLine)
 			}
@@ -75,6 +75,24 @@ func TestFaults(t *testing.T) {
 	}, {
 		name: "garbage on stdout", mode: faultserver.ModeGarbageStdout, calls: 3, opts: eofClose,
 		want: []string{"dialed", "initialized", "echo", "echo", "echo", "closed:exit 0"},
+		check: func(t *testing.T, c *Conn) {
+			// One line at start, and one before each of the server's messages:
+			// the handshake's answer, the tools/call answers.
+			first, total := c.Stray()
+			if total < 5 || len(first) == 0 || !strings.Contains(first[0], "not json at all") ||
+				!slices.Contains(first, "garbage: this line is not JSON-RPC") {
+				t.Errorf("Stray() = %q, %d; want the start line and the garbage lines, 5 or more", first, total)
+			}
+		},
+	}, {
+		name: "banner, then no answer", mode: faultserver.ModeBannerHang, calls: 1, initTimeout: 300 * time.Millisecond,
+		opts: eofClose,
+		want: []string{"dialed", "init-failed:deadline", "closed:exit 0"},
+		check: func(t *testing.T, c *Conn) {
+			if first, total := c.Stray(); total != 1 || !slices.Equal(first, []string{faultserver.BannerLine}) {
+				t.Errorf("Stray() = %q, %d; want the banner, 1", first, total)
+			}
+		},
 	}, {
 		name: "stderr flood", mode: faultserver.ModeStderrFlood, calls: 3,
 		opts: append(eofClose, WithStderrBuffer(50, 8<<10)),

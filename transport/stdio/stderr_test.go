@@ -2,6 +2,7 @@ package stdio
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -97,16 +98,45 @@ func TestRingBudgets(t *testing.T) {
 	}
 }
 
-func TestStderrTail(t *testing.T) {
-	lines := []string{"1", "2", "3", "4", "5", "6"}
-	if got, want := stderrTail(lines), "2 | 3 | 4 | 5 | 6"; got != want {
-		t.Errorf("stderrTail = %q, want %q", got, want)
+// TestStderrExcerpt: the excerpt an ExitError quotes keeps the last lines
+// and, when a stack trace pushed it out of them, the line that explains the
+// failure, within about 1 KiB.
+func TestStderrExcerpt(t *testing.T) {
+	trace := []string{"file:///srv/index.js:12", "    throw new Error(msg);", "    ^", "",
+		"Error: GITHUB_TOKEN is not set"}
+	for i := range 12 {
+		trace = append(trace, fmt.Sprintf("    at frame%d (node:internal/x:%d:5)", i, i))
 	}
-	huge := strings.Repeat("z", 2*errTailBytes)
-	if got := stderrTail([]string{"old", huge}); len(got) != errTailBytes+len(truncatedMark) {
-		t.Errorf("stderrTail of a huge line has %d bytes", len(got))
+	trace = append(trace, "Node.js v20.20.2")
+	for _, tt := range []struct {
+		name  string
+		lines []string
+		want  []string
+	}{
+		{"none", nil, nil},
+		{"few", []string{"1", "2", "3"}, []string{"1", "2", "3"}},
+		{"last lines only", []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"},
+			[]string{"3", "4", "5", "6", "7", "8", "9", "10"}},
+		{"the error line before the trace", trace,
+			append([]string{"Error: GITHUB_TOKEN is not set", "…"}, trace[len(trace)-6:]...)},
+		{"the error line just before the last lines", []string{"a", "fatal: no config", "b", "c", "d", "e", "f", "g", "h"},
+			[]string{"fatal: no config", "b", "c", "d", "e", "f", "g", "h"}},
+		{"the error line among the last lines", []string{"a", "b", "c", "panic: boom", "d"},
+			[]string{"a", "b", "c", "panic: boom", "d"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := excerpt(tt.lines); !slices.Equal(got, tt.want) {
+				t.Errorf("excerpt =\n%q\nwant\n%q", got, tt.want)
+			}
+		})
 	}
-	if got := stderrTail(nil); got != "" {
-		t.Errorf("stderrTail(nil) = %q", got)
+	huge := strings.Repeat("z", 2*excerptBytes)
+	got := excerpt([]string{"old", huge})
+	if len(got) != 1 || len(got[0]) != excerptBytes+len(truncatedMark) {
+		t.Errorf("excerpt of a huge line: %d lines, %d bytes", len(got), len(strings.Join(got, "")))
+	}
+	big := slices.Repeat([]string{strings.Repeat("y", 300)}, 20)
+	if got := excerpt(append([]string{"Error: why"}, big...)); len(strings.Join(got, "")) > excerptBytes+50 || got[0] != "Error: why" {
+		t.Errorf("excerpt of long lines: %d bytes, first %q", len(strings.Join(got, "")), got[0])
 	}
 }

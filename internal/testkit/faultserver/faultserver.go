@@ -58,6 +58,10 @@ const (
 	// ModeStderrFlood writes to stderr without pause (1 KiB lines and, now
 	// and then, a 256 KiB line with no newline) while serving correctly.
 	ModeStderrFlood = "stderr-flood"
+	// ModeBannerHang writes BannerLine to stdout, as a server meant for
+	// another transport does ("listening on port 3000"), then reads stdin
+	// and never answers; it exits at stdin EOF.
+	ModeBannerHang = "banner-hang"
 	// ModeIgnoreSIGTERM ignores SIGTERM and stdin EOF: only SIGKILL ends it.
 	ModeIgnoreSIGTERM = "ignore-sigterm"
 	// ModeGrandchild starts a sleeping grandchild (this binary again) that
@@ -75,6 +79,9 @@ const (
 	ExitAtStartCode = 3
 	CrashCode       = 2
 )
+
+// BannerLine is what ModeBannerHang writes to stdout.
+const BannerLine = "MCP server listening on http://localhost:3000/mcp"
 
 // ExitAtStartLine is what ModeExitAtStart writes to stderr before exiting.
 const ExitAtStartLine = "faultserver: exiting at start as asked"
@@ -155,6 +162,10 @@ func run(mode string) int {
 	case ModeHang:
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		sleepForever()
+	case ModeBannerHang:
+		fmt.Fprintln(os.Stdout, BannerLine)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
 	case ModeGarbageStdout:
 		stdout = &garbageWriter{w: os.Stdout}
 		fmt.Fprint(os.Stdout, "\x00\xffnot json at all\n{\"hello\":\"world\"}\n{\"jsonrpc\":\"2.0\",\"id\":987654,\"result\":{}}\n")

@@ -11,13 +11,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpfleet/mcpfleet/transport"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/inproc"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
-	"github.com/mcpfleet/mcpfleet/internal/inproc"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
@@ -137,7 +139,7 @@ func startFleet(t testing.TB, tsBin string) []*member {
 				srv := s.inproc
 				// Not client.InProcess: the soak needs the inproc.Server to
 				// kill its connections, as a crash would.
-				s.spec.Dialer = func(ctx context.Context) (client.Conn, error) {
+				s.spec.Dialer = func(ctx context.Context) (transport.Conn, error) {
 					c, err := srv.Dial(ctx)
 					if err != nil {
 						return nil, err

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
@@ -107,8 +107,8 @@ var knownErrors = []struct {
 	{"ErrTooManyTimeouts", client.ErrTooManyTimeouts},
 	{"context.DeadlineExceeded", context.DeadlineExceeded},
 	{"context.Canceled", context.Canceled},
-	{"transport.ErrTransportClosed", transport.ErrTransportClosed},
-	{"transport.ErrSessionTerminated", transport.ErrSessionTerminated},
+	{"mcptransport.ErrTransportClosed", mcptransport.ErrTransportClosed},
+	{"mcptransport.ErrSessionTerminated", mcptransport.ErrSessionTerminated},
 	{"io.EOF", io.EOF},
 	{"io.ErrUnexpectedEOF", io.ErrUnexpectedEOF},
 	{"ECONNREFUSED", syscall.ECONNREFUSED},

@@ -1,0 +1,111 @@
+// Package transport is the seam between the client's Manager and the
+// transports that reach MCP servers: the connection a transport hands the
+// Manager (Conn), the capabilities a connection may add to it (each a named
+// interface here, so that both sides can see the contract), and the
+// sentinel errors every transport shares.
+//
+// The transports of this module (transport/stdio, transport/http) and an
+// in-process server (client.InProcess) implement it; so can a host's own
+// transport, handed to the Manager as a client.ServerSpec's Dialer.
+package transport
+
+import (
+	"context"
+	"errors"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+)
+
+// Conn is one connection to a server as a transport hands it to the
+// Manager.
+//
+// The Manager owns the MCP side of the connection: it builds the mcp-go
+// client on Transport, starts it exactly once, runs the handshake and
+// fetches the catalog. The Conn owns everything under it (a child process,
+// an HTTP client, a listener) and reports when that is known to be dead.
+type Conn interface {
+	// Transport is the mcp-go transport to speak MCP over. It is not started
+	// yet; the Manager starts it exactly once.
+	Transport() mcptransport.Interface
+
+	// Done is closed as soon as the connection is known to be dead: the
+	// child exited, the notification stream was lost, the server went away.
+	// It is not closed by a failed call alone.
+	Done() <-chan struct{}
+
+	// Err says why Done was closed. It returns nil while Done is open.
+	Err() error
+
+	// Close tears the connection down and releases everything it holds. It
+	// returns by the time ctx ends at the latest, forcing what has not
+	// finished. It is safe to call more than once and concurrently, and after
+	// Done was closed.
+	Close(ctx context.Context) error
+}
+
+// ReadyHook is a Conn that has work to do once the MCP handshake
+// succeeded, such as opening the HTTP notification stream. An error from
+// Ready fails the dial like any other dial error.
+type ReadyHook interface {
+	Ready(ctx context.Context, c *mcpclient.Client) error
+}
+
+// Classifier is a Conn that can tell what its own transport's failures
+// prove, where their types alone do not (an HTTP session the server
+// forgot, a request the transport knows it never wrote). The Manager
+// already knows what every transport shares: a context ending, a refused
+// dial, a broken connection, and errors wrapping ErrNotSent.
+type Classifier interface {
+	// NotSent reports that err proves the request never reached the
+	// server, so that it is safe to send it again on another connection.
+	NotSent(err error) bool
+	// Fatal reports that err means the connection is unusable.
+	Fatal(err error) bool
+}
+
+// Reporter is a Conn whose server leaves evidence outside the protocol,
+// which the Manager shows when the server fails: what a stdio server wrote
+// to stderr, and what it wrote to stdout that was not JSON-RPC (a banner,
+// a log line), which the transport set aside rather than hand to mcp-go.
+type Reporter interface {
+	// Stderr returns the last lines the server wrote to stderr, oldest
+	// first.
+	Stderr() []string
+	// Stray returns the first lines the server wrote to stdout that were
+	// not JSON-RPC messages, and how many such lines there were in all.
+	Stray() (first []string, total int)
+}
+
+// ResourceListener is a Conn whose notification stream carries the
+// resource subscriptions, as on the 2026-07-28 protocol, and that can
+// change them while it runs (transport/http's Conn).
+type ResourceListener interface {
+	SubscribeResource(ctx context.Context, c *mcpclient.Client, uri string) error
+	UnsubscribeResource(ctx context.Context, c *mcpclient.Client, uri string) error
+}
+
+// Errors shared by every transport. Their messages carry no prefix: the
+// typed error around them (a *stdio.Error, an *http.Error) names the
+// transport, and the client's *ServerError the module.
+var (
+	// ErrClosed: the connection was closed by its owner (Close), not lost.
+	ErrClosed = errors.New("connection closed")
+
+	// ErrNotSent is wrapped by the error of a request that provably never
+	// reached the server: nothing of it was written (a failed dial, a
+	// connection the server had closed, the Conn closing before the
+	// request went out). The server cannot have run it, so it is safe to
+	// send again, whatever it does.
+	ErrNotSent = errors.New("request not sent")
+
+	// ErrMisconfigured is matched by a dial error that no retry can fix
+	// without a person: an executable that does not exist or cannot be
+	// run, a working directory that does not exist, an endpoint that
+	// answers 404, 405 or 410 to every way of speaking MCP, credentials
+	// refused with no way to get others, a certificate the system does not
+	// trust. Before a server ever connected, the Manager takes such a
+	// failure for a mistake in its configuration and stops retrying at
+	// once (it keeps a slow probe); after, for an outage like any other.
+	ErrMisconfigured = errors.New("misconfigured")
+)
