@@ -117,7 +117,7 @@ func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) err
 		s.republishLocked()
 	}
 	s.budget = s.m.budgetFor(spec)
-	s.legacy = false // a new server may speak the newer protocol
+	s.legacy = false                  // a new server may speak the newer protocol
 	s.proven, s.startExits = false, 0 // a new configuration may be mistaken
 	s.lastErr = nil
 	switch s.state {

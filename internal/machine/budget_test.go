@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
 	"github.com/mcpfleet/mcpfleet/internal/machine"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 

@@ -60,7 +60,7 @@ type Conn struct {
 	ring       *ring
 	stderrDone chan struct{} // closed when drainStderr returns
 
-	done chan struct{} // closed by the exit watcher once the process is reaped
+	done chan struct{}         // closed by the exit watcher once the process is reaped
 	err  atomic.Pointer[Error] // how the process ended: an *Error around an *ExitError
 
 	// sigMu orders signals against the reap: the tree is signalled only

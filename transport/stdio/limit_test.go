@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/frame"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 )
 
 // An answer four times the limit fails its own request with the error that
