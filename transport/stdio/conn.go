@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/failure"
 	"github.com/mcpfleet/mcpfleet/internal/frame"
+	"github.com/mcpfleet/mcpfleet/internal/quiet"
 )
 
 // exitDrainWait bounds how long the exit watcher waits, after the process
@@ -172,6 +173,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	// closed by its Close and is otherwise unused with NewIO; we drain
 	// stderr ourselves into the ring buffer.
 	c.tr = mcptransport.NewIO(c.stdout, stdinW, nil)
+	mcptransport.WithCommandLogger(quiet.Debug(o.diag.With("pid", c.pid)))(c.tr)
 	// Recorded before the exit watcher can reap the process, so that its
 	// pid (and start time) are still its own.
 	c.rec = o.registry.add(c.pid, c.pid, spec.Command)

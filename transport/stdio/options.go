@@ -53,7 +53,7 @@ func defaultOptions() options {
 		killTimeout: DefaultKillTimeout,
 		stderrLines: DefaultStderrLines,
 		stderrBytes: DefaultStderrBytes,
-		diag:        slog.Default(),
+		diag:        slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -123,8 +123,10 @@ func WithStderrLogRate(perSecond float64) Option {
 
 // WithLogger sets the logger for the transport's own warnings, such as a
 // process group that could not be tied to the host's life (Linux: no
-// /bin/sh for the guard). Defaults to slog.Default(). A nil logger
-// discards. The child's stderr goes elsewhere: see WithStderrLogger.
+// /bin/sh for the guard); mcp-go's own lines about the connection go to
+// it at Debug. Defaults to discarding: the package writes nothing to the
+// host's stdout or stderr by itself. A nil logger discards. The child's
+// stderr goes elsewhere: see WithStderrLogger.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l == nil {

@@ -269,6 +269,27 @@ func OpenFiles() ([]int, error) {
 	return fds, nil
 }
 
+// OpenFileSet returns this process's open file descriptors, each with what
+// it refers to ("pipe:[123]", a path), as "fd -> target" strings, sorted.
+// Two sets compare by identity, not number: a descriptor closed and its
+// number taken by a new one shows as a new entry.
+func OpenFileSet() ([]string, error) {
+	fds, err := OpenFiles()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(fds))
+	for _, fd := range fds {
+		target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		out = append(out, strconv.Itoa(fd)+" -> "+target)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // LimitOpenFiles lowers this process's soft RLIMIT_NOFILE so that exactly
 // free more file descriptors can be opened, and returns a function that
 // puts the limit back. Descriptors already open above the new limit (a
