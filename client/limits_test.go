@@ -14,14 +14,17 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // An answer over the server's message limit fails that call with
 // ErrMessageTooLarge, naming the server, the size and the limit; the
 // runtime stays (same generation, no reconnect) and the next call works.
+// A host's transport option that says otherwise does not override the
+// limit: what Limits decides is applied after the host's options.
 func TestCallAnswerOverTheSizeLimit(t *testing.T) {
 	const limit = 1 << 20
-	m := New()
+	m := New(WithStdioOptions(stdio.WithMaxMessageBytes(1 << 30)))
 	defer m.Close()
 	spec := faultSpec(faultserver.ModeNormal)
 	spec.Limits = Limits{MaxMessageBytes: limit}

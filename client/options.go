@@ -199,12 +199,17 @@ func WithSeparator(sep string) Option { return func(o *options) { o.naming.Separ
 func WithClientInfo(info mcp.Implementation) Option { return func(o *options) { o.clientInfo = info } }
 
 // WithStdioOptions sets options for every stdio server's child process,
-// such as close timeouts or mirroring stderr to a logger.
+// such as close timeouts or mirroring stderr to a logger. What Limits
+// decides (stdio.WithMaxMessageBytes, stdio.WithStderrLogRate) is applied
+// after them and wins: set it through WithLimits or the spec's Limits.
 func WithStdioOptions(opts ...stdio.Option) Option {
 	return func(o *options) { o.stdioOptions = append(o.stdioOptions, opts...) }
 }
 
-// WithHTTPOptions sets options for every HTTP server's connection.
+// WithHTTPOptions sets options for every HTTP server's connection. What
+// Limits and the spec decide (mcphttp.WithMaxMessageBytes, the legacy
+// protocol after a server refused the newer one, the OAuth authorizer) is
+// applied after them and wins.
 func WithHTTPOptions(opts ...mcphttp.Option) Option {
 	return func(o *options) { o.httpOptions = append(o.httpOptions, opts...) }
 }

@@ -145,15 +145,18 @@ func (s ServerSpec) dialer(o *options, legacy bool, limits Limits, auth mcphttp.
 		}
 	}
 	switch {
+	// The Manager's logger is a default the host's options may override;
+	// what Limits and the spec decide comes after the host's options, and
+	// wins (see WithStdioOptions, WithHTTPOptions).
 	case s.Stdio != nil:
 		spec := *s.Stdio
-		opts := append([]stdio.Option{stdio.WithLogger(o.logger), stdio.WithMaxMessageBytes(limits.MaxMessageBytes),
-			stdio.WithStderrLogRate(limits.NotificationRate)}, o.stdioOptions...)
+		opts := append(append([]stdio.Option{stdio.WithLogger(o.logger)}, o.stdioOptions...),
+			stdio.WithMaxMessageBytes(limits.MaxMessageBytes), stdio.WithStderrLogRate(limits.NotificationRate))
 		return func(ctx context.Context) (transport.Conn, error) { return stdio.Dial(ctx, spec, opts...) }
 	case s.HTTP != nil:
 		spec := *s.HTTP
-		opts := append([]mcphttp.Option{mcphttp.WithLogger(o.logger),
-			mcphttp.WithMaxMessageBytes(limits.MaxMessageBytes)}, o.httpOptions...)
+		opts := append(append([]mcphttp.Option{mcphttp.WithLogger(o.logger)}, o.httpOptions...),
+			mcphttp.WithMaxMessageBytes(limits.MaxMessageBytes))
 		if legacy {
 			opts = append(opts, mcphttp.WithLegacyProtocol())
 		}
