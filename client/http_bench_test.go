@@ -2,14 +2,18 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver/process"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
@@ -180,3 +184,100 @@ func BenchmarkHTTPCallTool(b *testing.B) {
 		BenchManagerCallTool(b, ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL()}}, args)
 	})
 }
+
+// BenchmarkHTTPCallToolServers compares a tools/call through the Manager
+// with the same call on a plain mcp-go streamable HTTP client, against
+// servers that answer with SSE (the official Go SDK's handler, stateful
+// and stateless) and with JSON (mcp-go's), by 1 and 16 callers at once,
+// with every limit of the Manager on (its defaults). The server runs in a
+// process of its own, so that B/op and allocs/op are the client's alone.
+// Compare with benchstat -col /impl.
+func BenchmarkHTTPCallToolServers(b *testing.B) {
+	args := map[string]any{"message": "hello"}
+	for _, kind := range []httpserver.Kind{httpserver.GoSDKStateful, httpserver.GoSDKStateless, httpserver.MCPGo} {
+		b.Run("server="+kind.String(), func(b *testing.B) {
+			srv := urlOf(process.Start(b, kind))
+			for _, callers := range []int{1, 16} {
+				b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+					b.Run("impl=raw", func(b *testing.B) {
+						tr, err := mcptransport.NewStreamableHTTP(srv.URL())
+						if err != nil {
+							b.Fatal(err)
+						}
+						var copts []mcpclient.ClientOption
+						if kind == httpserver.GoSDKStateful {
+							// It rejects 2026-07-28 at the first real request;
+							// the Manager finds that out at its first dial.
+							copts = append(copts, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+						}
+						c := mcpclient.NewClient(tr, copts...)
+						defer c.Close()
+						benchRawCallToolParallel(b, c, args, callers)
+					})
+					b.Run("impl=manager", func(b *testing.B) {
+						m := New()
+						defer m.Close()
+						if err := m.Add(context.Background(), "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL()}}); err != nil {
+							b.Fatal(err)
+						}
+						if err := m.WaitFor(context.Background(), "s", lifecycle.Connected); err != nil {
+							b.Fatal(err)
+						}
+						benchParallel(b, callers, func() error {
+							_, err := m.CallTool(context.Background(), "s", "echo", args)
+							return err
+						})
+					})
+				})
+			}
+		})
+	}
+}
+
+// benchRawCallToolParallel initializes c and times calls of "echo" on it
+// by callers goroutines.
+func benchRawCallToolParallel(b *testing.B, c *mcpclient.Client, args any, callers int) {
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = defaultOptions().clientInfo
+	if _, err := c.Initialize(ctx, init); err != nil {
+		b.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = args
+	benchParallel(b, callers, func() error {
+		_, err := c.CallTool(ctx, req)
+		return err
+	})
+}
+
+// benchParallel times call made by callers goroutines at once (one: on the
+// benchmark's own goroutine), reporting allocations and the process's CPU
+// time per call.
+func benchParallel(b *testing.B, callers int, call func() error) {
+	if callers <= 1 {
+		benchLoop(b, call)
+		return
+	}
+	b.ReportAllocs()
+	b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	cpu := processCPUTime()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := call(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(processCPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// urlOf is a server's URL, as httpserver.Server gives it.
+type urlOf string
+
+func (u urlOf) URL() string { return string(u) }

@@ -99,12 +99,31 @@ type Server struct {
 // stops it when the test ends.
 func Start(t testing.TB, kind Kind) *Server {
 	t.Helper()
-	s := &Server{kind: kind}
-	if err := s.start("127.0.0.1:0"); err != nil {
+	s, err := Listen(kind, "127.0.0.1:0")
+	if err != nil {
 		t.Fatalf("httpserver: start %v: %v", kind, err)
 	}
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// Listen starts a server of the given kind on addr; Stop stops it.
+func Listen(kind Kind, addr string) (*Server, error) {
+	s := &Server{kind: kind}
+	if err := s.start(addr); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ParseKind returns the Kind whose String is name.
+func ParseKind(name string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 // Kind returns the server's kind.
