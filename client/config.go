@@ -55,9 +55,11 @@ type ServerConfig struct {
 	// EnvFile is the dotenv file (VS Code's "envFile") whose variables
 	// were read into Env; a relative path is read from the workspace
 	// folder (WithWorkspaceFolder), else from the config file's directory.
-	// Its lines are NAME=value (see the package's config tests for the
-	// exact format); a bad line is an error naming the file and the line,
-	// never its value.
+	// Its lines are NAME=value, "export " before one allowed, a value bare
+	// (up to a " #" comment), 'single-quoted' or "double-quoted" (with \n
+	// escapes); blank lines and # lines are skipped; no variables are
+	// expanded in it. A bad line is an error naming the file and the line
+	// number, never the line.
 	EnvFile string
 	Cwd     string
 	URL     string
