@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,25 +21,46 @@ import (
 )
 
 // Config is a set of servers as the standard config files describe them:
-// the "mcpServers" object of Claude Desktop, Cursor and .mcp.json, or the
-// "servers" object of VS Code's mcp.json.
+// the "mcpServers" object of Claude Desktop, Claude Code's .mcp.json,
+// Cursor and Gemini CLI's settings.json, or the "servers" object of VS
+// Code's mcp.json. Comments and trailing commas are allowed, as VS Code
+// and Gemini CLI allow them.
 type Config struct {
 	// Source names where the config came from (a file path), for errors.
 	Source string
+	// Dialect is the host whose file it was read as (see Dialect).
+	Dialect Dialect
 	// Servers maps a server's name to its entry.
 	Servers map[string]ServerConfig
 }
 
-// ServerConfig is one server's entry. Every string field may use ${VAR} and
-// ${VAR:-default}, expanded when the config is parsed. Header and env values
-// are secrets: String, LogValue and errors never show them.
+// ServerConfig is one server's entry. Every string field may use variables,
+// expanded when the config is parsed: ${VAR} and ${VAR:-default} (an
+// environment variable, as Claude Code and Cursor read them), and VS
+// Code's ${env:VAR}, ${userHome}, ${workspaceFolder} and
+// ${workspaceFolderBasename} (WithWorkspaceFolder), ${pathSeparator} (or
+// ${/}) and ${input:id} (WithInputs, or the "default" of the file's
+// "inputs" entry); in a Gemini CLI file, $VAR as well. Header and env
+// values are secrets: String, LogValue and errors never show them.
 type ServerConfig struct {
 	// Type is "stdio", "http" (or "streamable-http") or "sse". Empty means
-	// stdio when Command is set and http when URL is set.
+	// stdio when Command is set, and for a URL: http, or sse in a Gemini
+	// CLI file, where "httpUrl" is the key for streamable HTTP.
 	Type    string
 	Command string
 	Args    []string
-	Env     map[string]string
+	// Env holds the variables set for a stdio server: those of EnvFile,
+	// overridden by the entry's "env".
+	Env map[string]string
+	// EnvFile is the dotenv file (VS Code's "envFile") whose variables
+	// were read into Env; a relative path is read from the workspace
+	// folder (WithWorkspaceFolder), else from the config file's directory.
+	// Its lines are NAME=value, "export " before one allowed, a value bare
+	// (up to a " #" comment), 'single-quoted' or "double-quoted" (with \n
+	// escapes); blank lines and # lines are skipped; no variables are
+	// expanded in it. A bad line is an error naming the file and the line
+	// number, never the line.
+	EnvFile string
 	Cwd     string
 	URL     string
 	Headers map[string]string
@@ -58,7 +80,19 @@ type ServerConfig struct {
 	Required bool
 	// Lazy defers the first connect to the first call.
 	Lazy bool
-	// Timeout bounds each call ("30s", or a number of seconds).
+	// Trust is Gemini CLI's "trust": there it bypasses the user's
+	// confirmation of every call of the server's tools. mcpfleet asks no
+	// one anything, so it does nothing with it: a host that confirms tool
+	// calls reads it here. Changing it needs no restart.
+	Trust bool
+	// Description is Gemini CLI's "description" of the server, for a host
+	// to show.
+	Description string
+	// Timeout bounds each call: "30s", or a number of seconds; in a Gemini
+	// CLI file a number is milliseconds, as Gemini CLI documents it
+	// (30000 is 30s). Outside Gemini's dialect a bare number of 1000 or
+	// more is refused as ambiguous (Gemini's milliseconds read as
+	// seconds): write a duration such as "20m".
 	Timeout time.Duration
 	// IdleTimeout closes the server's runtime after that long unused
 	// ("idleTimeout": "5m", or a number of seconds); the next call starts
@@ -93,18 +127,22 @@ func WithSource(name string) ConfigOption {
 	return func(p *configParser) { p.source = name }
 }
 
-// LoadConfig reads and parses a config file.
+// LoadConfig reads and parses a config file. A relative envFile in it is
+// read from the file's directory unless WithWorkspaceFolder is given.
 func LoadConfig(path string, opts ...ConfigOption) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("mcpfleet: config: %w", err)
 	}
-	return ParseConfig(data, append([]ConfigOption{WithSource(path)}, opts...)...)
+	return ParseConfig(data, append([]ConfigOption{WithSource(path), withConfigDir(filepath.Dir(path))}, opts...)...)
 }
 
-// ParseConfig parses a config in the mcpServers or VS Code servers form.
-// Every problem is reported, each naming the source, the server and the
-// field; an unknown key is an error, not silently dropped.
+// ParseConfig parses a config in the mcpServers form (Claude Desktop,
+// Claude Code, Cursor, Gemini CLI) or VS Code's servers form; see Dialect
+// for how it tells them apart. Every problem is reported, each naming the
+// source, the server and the field; an unknown key is an error, not
+// silently dropped, with the nearest known key suggested; a JSON syntax
+// error gives the line and column and shows the line.
 func ParseConfig(data []byte, opts ...ConfigOption) (*Config, error) {
 	p := &configParser{lookup: os.LookupEnv, source: "config"}
 	for _, o := range opts {
@@ -116,17 +154,32 @@ func ParseConfig(data []byte, opts ...ConfigOption) (*Config, error) {
 type configParser struct {
 	lookup func(string) (string, bool)
 	source string
-	errs   []error
+	// dialect is the host the file is read as: WithDialect's, else
+	// detected.
+	dialect Dialect
+	// dir is the config file's directory, workspace the workspace folder.
+	dir          string
+	workspace    string
+	workspaceSet bool
+	// resolveInput is WithInputs'; declared holds the file's "inputs" by
+	// id, answers what each used input resolved to.
+	resolveInput func(Input) (string, error)
+	declared     map[string]Input
+	answers      map[string]answer
+	errs         []error
 }
 
 // Keys a config may have at the top and in each server entry.
 var (
-	topKeys = []string{"mcpServers", "servers", "inputs"}
-	// Each entry key maps to whether it is known; aliases spell the same
-	// field differently across hosts.
-	serverKeys = []string{"type", "transport", "command", "args", "env", "cwd", "url", "headers",
+	topKeys = []string{"mcpServers", "servers", "inputs", "$schema"}
+	// Aliases spell the same field differently across hosts.
+	serverKeys = []string{"type", "transport", "command", "args", "env", "cwd", "url", "httpUrl", "headers",
 		"disabled", "required", "lazy", "timeout", "idleTimeout", "reconnect", "toolPrefix", "envFile", "limits", "oauth",
-		"tools", "includeTools", "excludeTools"}
+		"tools", "includeTools", "excludeTools", "trust", "description"}
+	inputKeys  = []string{"id", "type", "description", "default", "password", "options", "command", "args"}
+	toolsKeys  = []string{"allow", "deny"}
+	limitsKeys = []string{"maxMessageBytes", "maxCatalogItems", "maxCatalogPages", "notificationRate",
+		"maxServerRequests", "serverRequestRate"}
 	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
 		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName"}
 	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
@@ -145,17 +198,26 @@ func (p *configParser) errorf(server, field, format string, args ...any) {
 }
 
 func (p *configParser) parse(data []byte) (*Config, error) {
+	data = stripJSONC(data)
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("mcpfleet: %s: not a JSON object: %w", p.source, err)
+		return nil, syntaxError(p.source, data, err)
 	}
 	if top == nil {
 		return nil, fmt.Errorf("mcpfleet: %s: not a JSON object", p.source)
 	}
+	if p.dialect == "" {
+		p.dialect = detectDialect(top, p.source)
+	}
 	for _, k := range sortedKeys(top) {
-		if !slices.Contains(topKeys, k) {
-			p.errorf("", k, "unknown key (want mcpServers or servers)")
+		// Gemini CLI's settings.json holds all of its settings; only its
+		// mcpServers are ours.
+		if !slices.Contains(topKeys, k) && p.dialect != DialectGemini {
+			p.unknownKey("", k, k, topKeys)
 		}
+	}
+	if raw, ok := top["inputs"]; ok {
+		p.inputs(raw)
 	}
 	raw, ok := top["mcpServers"]
 	if vs, vsOK := top["servers"]; vsOK {
@@ -164,7 +226,7 @@ func (p *configParser) parse(data []byte) (*Config, error) {
 		}
 		raw, ok = vs, true
 	}
-	cfg := &Config{Source: p.source, Servers: map[string]ServerConfig{}}
+	cfg := &Config{Source: p.source, Dialect: p.dialect, Servers: map[string]ServerConfig{}}
 	if !ok {
 		p.errorf("", "mcpServers", "missing")
 		return nil, errors.Join(p.errs...)
@@ -197,6 +259,7 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 	}
 	before := len(p.errs)
 	var sc ServerConfig
+	var httpURL string // Gemini CLI's "httpUrl"
 	for _, k := range sortedKeys(fields) {
 		v := fields[k]
 		switch k {
@@ -208,6 +271,12 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 			sc.Cwd = p.str(name, k, v)
 		case "url":
 			sc.URL = p.str(name, k, v)
+		case "httpUrl":
+			httpURL = p.str(name, k, v)
+		case "description":
+			sc.Description = p.str(name, k, v)
+		case "trust":
+			sc.Trust = p.boolean(name, k, v)
 		case "toolPrefix":
 			sc.ToolPrefix = p.str(name, k, v)
 		case "args":
@@ -230,7 +299,7 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 		case "lazy":
 			sc.Lazy = p.boolean(name, k, v)
 		case "timeout":
-			sc.Timeout = p.duration(name, k, v)
+			sc.Timeout = p.callTimeout(name, v)
 		case "idleTimeout":
 			sc.IdleTimeout = p.duration(name, k, v)
 		case "reconnect":
@@ -250,13 +319,68 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 		case "excludeTools":
 			sc.ToolFilter.Deny = p.patterns(name, k, v)
 		case "envFile":
-			p.errorf(name, k, "not supported; put the variables in env")
+			sc.EnvFile = p.str(name, k, v)
+		case "authProviderType":
+			// Gemini CLI's; its default is the MCP authorization spec's
+			// discovery, which is what the oauth block does here.
+			if t := p.str(name, k, v); t != "dynamic_discovery" {
+				p.errorf(name, k, "%q is not supported: mcpfleet authorizes by the MCP spec's discovery (dynamic_discovery) with the oauth block", t)
+			}
+		case "targetAudience", "targetServiceAccount":
+			p.errorf(name, k, "not supported: Gemini CLI's Google service account impersonation; use headers or the oauth block")
 		default:
-			p.errorf(name, k, "unknown key")
+			p.unknownKey(name, k, k, serverKeys)
 		}
 	}
+	p.transport(name, &sc, httpURL)
+	p.envFile(name, &sc)
 	p.check(name, &sc)
 	return sc, len(p.errs) == before
+}
+
+// transport settles an entry's URL keys: Gemini CLI's "httpUrl" is
+// streamable HTTP; in a Gemini CLI file, "url" without a "type" is legacy
+// SSE, as Gemini CLI reads it (elsewhere check makes it streamable HTTP).
+func (p *configParser) transport(name string, sc *ServerConfig, httpURL string) {
+	if httpURL != "" {
+		switch {
+		case sc.URL != "":
+			p.errorf(name, "httpUrl", "url is set too; use httpUrl for streamable HTTP or url for SSE, not both")
+		case sc.Type == "sse":
+			p.errorf(name, "httpUrl", "httpUrl is streamable HTTP but type is sse; use url for SSE")
+		default:
+			sc.URL = httpURL
+			if sc.Type == "" {
+				sc.Type = "http"
+			}
+		}
+		return
+	}
+	if p.dialect == DialectGemini && sc.URL != "" && sc.Type == "" && sc.Command == "" {
+		sc.Type = "sse"
+	}
+}
+
+// envFile reads the entry's envFile into its env; the entry's own env
+// wins over the file, as in VS Code.
+func (p *configParser) envFile(name string, sc *ServerConfig) {
+	if sc.EnvFile == "" {
+		return
+	}
+	path, err := p.envFilePath(sc.EnvFile)
+	if err != nil {
+		p.errorf(name, "envFile", "%v", err)
+		return
+	}
+	vars, err := readEnvFile(path)
+	if err != nil {
+		p.errorf(name, "envFile", "%v", err)
+		return
+	}
+	for k, v := range sc.Env {
+		vars[k] = v
+	}
+	sc.Env = vars
 }
 
 // check validates the entry as a whole, resolving an empty type.
@@ -295,8 +419,8 @@ func (p *configParser) check(name string, sc *ServerConfig) {
 			p.errorf(name, "oauth", "%s", strings.TrimPrefix(err.Error(), "mcpfleet: oauth: "))
 		}
 	}
-	if sc.Type != "stdio" && sc.Type != "" && (sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "") {
-		p.errorf(name, "command", "command, args, env and cwd do not apply to a %s server", sc.Type)
+	if sc.Type != "stdio" && sc.Type != "" && (sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "" || sc.EnvFile != "") {
+		p.errorf(name, "command", "command, args, env, envFile and cwd do not apply to a %s server", sc.Type)
 	}
 	if sc.Reconnect != nil {
 		if err := sc.Reconnect.Validate(); err != nil {
@@ -316,7 +440,7 @@ func (p *configParser) str(server, field string, v json.RawMessage) string {
 		p.errorf(server, field, "must be a string")
 		return ""
 	}
-	out, err := expand(s, p.lookup)
+	out, err := p.expand(s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 	}
@@ -363,7 +487,7 @@ func (p *configParser) duration(server, field string, v json.RawMessage) time.Du
 		p.errorf(server, field, `must be a duration like "30s" or a number of seconds`)
 		return 0
 	}
-	s, err := expand(s, p.lookup)
+	s, err := p.expand(s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 		return 0
@@ -401,7 +525,7 @@ func (p *configParser) toolFilter(server string, v json.RawMessage) ToolFilter {
 		case "deny":
 			f.Deny = p.patterns(server, "tools.deny", fields[k])
 		default:
-			p.errorf(server, "tools."+k, "unknown key (want allow or deny)")
+			p.unknownKey(server, "tools."+k, k, toolsKeys)
 		}
 	}
 	return f
@@ -466,7 +590,7 @@ func (p *configParser) limits(server string, v json.RawMessage) Limits {
 		case "serverRequestRate":
 			l.ServerRequestRate = p.limitNumber(server, f, v, false)
 		default:
-			p.errorf(server, f, "unknown key")
+			p.unknownKey(server, f, k, limitsKeys)
 		}
 	}
 	return l
@@ -488,7 +612,7 @@ func (p *configParser) limitNumber(server, field string, v json.RawMessage, size
 		p.errorf(server, field, `must be a positive number or "off"`)
 		return 0
 	}
-	s, err := expand(s, p.lookup)
+	s, err := p.expand(s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 		return 0
@@ -561,7 +685,7 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 					p.errorf(server, f, "must be a port number")
 					continue
 				}
-				if s, err = expand(s, p.lookup); err != nil {
+				if s, err = p.expand(s); err != nil {
 					p.errorf(server, f, "%v", err)
 					continue
 				}
@@ -583,7 +707,7 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 			}
 			c.Scopes = strings.Fields(p.str(server, f, v))
 		default:
-			p.errorf(server, f, "unknown key (want one of %s)", strings.Join(oauthKeys, ", "))
+			p.unknownKey(server, f, k, oauthKeys)
 		}
 	}
 	return &c
@@ -631,45 +755,10 @@ func (p *configParser) policy(server string, v json.RawMessage) *lifecycle.Polic
 			}
 			pol.MaxAttempts = n
 		default:
-			p.errorf(server, f, "unknown key (want one of %s)", strings.Join(policyKeys, ", "))
+			p.unknownKey(server, f, k, policyKeys)
 		}
 	}
 	return &pol
-}
-
-// expand replaces ${VAR} and ${VAR:-default} in s. An unset variable
-// without a default is an error: sending an empty token is worse than
-// refusing to start.
-func expand(s string, lookup func(string) (string, bool)) (string, error) {
-	if !strings.Contains(s, "${") {
-		return s, nil
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), nil
-		}
-		b.WriteString(s[:i])
-		end := strings.IndexByte(s[i:], '}')
-		if end < 0 {
-			return "", fmt.Errorf("unterminated ${ in %q", redactVar(s))
-		}
-		expr := s[i+2 : i+end]
-		name, def, hasDef := strings.Cut(expr, ":-")
-		if !validVarName(name) {
-			return "", fmt.Errorf("invalid variable name %q", name)
-		}
-		if v, ok := lookup(name); ok && (v != "" || !hasDef) {
-			b.WriteString(v)
-		} else if hasDef {
-			b.WriteString(def)
-		} else {
-			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} for a default)", name, name)
-		}
-		s = s[i+end+1:]
-	}
 }
 
 func validVarName(s string) bool {
@@ -753,6 +842,9 @@ func (c ServerConfig) String() string {
 	}
 	if c.OAuth != nil {
 		b.WriteString(" " + c.OAuth.String())
+	}
+	if c.EnvFile != "" {
+		b.WriteString(" envFile=" + c.EnvFile)
 	}
 	if c.Cwd != "" {
 		b.WriteString(" cwd=" + c.Cwd)

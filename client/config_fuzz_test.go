@@ -22,6 +22,17 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"f": {"command": "x", "tools": {"allow": ["read_*", "get_?"], "deny": ["[a-z]x"]}}}}`,
 		`{"mcpServers": {"g": {"command": "x", "includeTools": ["a"], "excludeTools": ["${T:-b*}", "[c"]}}}`,
 		`[]`, `null`, `{"mcpServers": null}`,
+		// VS Code: inputs, its variables, envFile, comments and trailing commas.
+		`{"inputs": [{"type": "promptString", "id": "tok", "password": true, "default": "d"},
+			{"type": "pickString", "id": "p", "options": ["a", {"label": "B", "value": "b"}]}],
+		 "servers": {"v": {"command": "${workspaceFolder}${/}bin", "args": ["${userHome}", "${env:HOME}", "${input:tok}",
+			"${workspaceFolderBasename}", "${input:p}", "${command:x}"], "envFile": ".env", /* c */ }, // c
+		 }}`,
+		// Gemini CLI: httpUrl, url as SSE, timeout in milliseconds, trust, $VAR, other settings.
+		`{"ui": {"theme": "x"}, "mcpServers": {"g": {"httpUrl": "http://h/mcp", "timeout": 30000, "trust": true,
+			"headers": {"A": "$HOME $NOPE"}}, "s": {"url": "http://h/sse", "description": "d", "cwd": "./x"}}}`,
+		`{"mcpServers": {"t": {"command": "x", "timeout": 30000}}}`,
+		"{\"mcpServers\": {\n\t\"a\": {\"command\": \"x\" \"env\": {\"K\": \"secret\"}}}}",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -32,7 +43,7 @@ func FuzzParseConfig(f *testing.F) {
 		return "", false
 	})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig(data, lookup)
+		cfg, err := ParseConfig(data, lookup, WithWorkspaceFolder("/nonexistent/ws"))
 		if err != nil {
 			if cfg != nil {
 				t.Fatal("error with a config")

@@ -106,7 +106,8 @@ func TestParseConfigErrorsNameFileServerAndField(t *testing.T) {
 		name, json string
 		want       []string
 	}{
-		{"not json", `{`, []string{"bad.json", "not a JSON object"}},
+		{"not json", `{`, []string{"bad.json", "line 1, column 2", "invalid JSON", "unexpected end"}},
+		{"not an object", `[]`, []string{"bad.json", "not a JSON object"}},
 		{"no servers", `{}`, []string{"mcpServers", "missing"}},
 		{"unknown top key", `{"mcpServers": {}, "extra": 1}`, []string{`field "extra"`, "unknown key"}},
 		{"unknown server key", `{"mcpServers": {"a": {"command": "x", "comand": "y"}}}`,

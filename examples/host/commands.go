@@ -17,16 +17,18 @@ import (
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
-// status prints one row per server.
-func (h *host) status(w io.Writer) {
-	statuses := h.m.Statuses()
+// status prints one row per server, and under the row of a server that
+// has one its last error.
+func (h *host) status(w io.Writer) { writeStatus(w, h.m.Statuses(), time.Now()) }
+
+// writeStatus is status for given statuses at now, fitted to width.
+func writeStatus(w io.Writer, statuses []client.ServerStatus, now time.Time) {
 	if len(statuses) == 0 {
 		fmt.Fprintln(w, "no servers")
 		return
 	}
-	now := time.Now()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tGEN\tTOOLS\tQUARANTINED\tRETRY\tIDLE\tLAST ERROR")
+	t := table{shrink: []shrinkable{{col: 0, min: 12}, {col: 5, min: 10}, {col: 6, min: 10}}}
+	t.row("SERVER", "STATE", "GEN", "TOOLS", "QUARANTINED", "RETRY", "IDLE")
 	for _, s := range statuses {
 		retry := "-"
 		switch {
@@ -37,17 +39,16 @@ func (h *host) status(w io.Writer) {
 		case s.Attempt > 0:
 			retry = fmt.Sprintf("%d failed", s.Attempt)
 		}
-		lastErr := "-"
+		t.row(s.Name, s.State.String(), fmt.Sprint(s.Generation), fmt.Sprint(s.Tools), fmt.Sprint(len(s.Quarantined)),
+			retry, idle(s, now))
 		switch {
 		case s.LastError != nil:
-			lastErr = short(s.LastError.Error())
+			t.note("  last error: " + firstLine(s.LastError.Error()))
 		case s.CatalogError != nil:
-			lastErr = short("catalog: " + s.CatalogError.Error())
+			t.note("  catalog error: " + firstLine(s.CatalogError.Error()))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n",
-			s.Name, s.State, s.Generation, s.Tools, len(s.Quarantined), retry, idle(s, now), lastErr)
 	}
-	tw.Flush()
+	t.write(w)
 }
 
 // idle says whether the server was closed for going unused ("idle 2m3s":
@@ -98,23 +99,23 @@ func (h *host) tools(w io.Writer, server string) {
 		}
 	}
 	view := h.m.View()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// A description is cut first, then a long name.
+	tab := table{shrink: []shrinkable{{col: 1, min: 30}, {col: 0, min: 20}}}
 	n := 0
 	for t := range view.Tools() {
 		if server != "" && t.Server() != server {
 			continue
 		}
 		n++
-		fmt.Fprintf(tw, "%s\t%s\n", t.Qualified(), firstLine(t.Definition().Description))
+		tab.row(t.Qualified(), firstLine(t.Definition().Description))
 	}
 	for _, q := range view.Quarantined() {
 		if server != "" && q.Server != server {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t(quarantined: %s's tool %q has the name %s held by %s)\n",
-			"-", q.Server, q.Tool, q.Qualified, q.Holder)
+		tab.row("-", fmt.Sprintf("(quarantined: %s's tool %q has the name %s held by %s)", q.Server, q.Tool, q.Qualified, q.Holder))
 	}
-	tw.Flush()
+	tab.write(w)
 	if n == 0 {
 		if server != "" {
 			fmt.Fprintf(w, "no tools published for %s\n", server)
@@ -310,7 +311,7 @@ func (h *host) stderr(w io.Writer, name string) {
 
 // reload re-reads the config file, applies it, and says what changed.
 func (h *host) reload(ctx context.Context, w io.Writer) {
-	cfg, err := client.LoadConfig(h.path)
+	cfg, err := h.load()
 	if err != nil {
 		fmt.Fprintf(w, "reload: %v\n(nothing changed)\n", err)
 		return
@@ -340,15 +341,6 @@ func idleText(d time.Duration) string {
 		return "off"
 	}
 	return d.String()
-}
-
-// short makes an error fit a table cell: its first line, at most 60 runes.
-func short(s string) string {
-	s = firstLine(s)
-	if r := []rune(s); len(r) > 60 {
-		s = string(r[:59]) + "…"
-	}
-	return s
 }
 
 func firstLine(s string) string {

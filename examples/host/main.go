@@ -1,10 +1,18 @@
 // Command host is a small interactive MCP host to keep open while writing
 // an MCP server. It loads a config file in the mcpServers form (Claude
-// Desktop, Cursor, .mcp.json) or the VS Code servers form, connects every
-// server through an mcpfleet Manager, prints a live timeline of what the
-// servers do, and reads commands from stdin, one per line:
+// Desktop, Claude Code's .mcp.json, Cursor, Gemini CLI's settings.json) or
+// VS Code's servers form, connects every server through an mcpfleet
+// Manager, prints a live timeline of what the servers do, and reads
+// commands from stdin, one per line. From the repository root, with the
+// sample config (two servers that need only Go, a third that needs
+// `make npm`):
 //
-//	go run ./examples/host -config mcp.json [-tokens tokens.json]
+//	go run ./examples/host -config examples/host/mcp.json [-tokens tokens.json] [-workspace dir]
+//
+// Without -config it reads ./mcp.json, and if there is none it says how to
+// start. ${workspaceFolder} in the config is -workspace (the current
+// directory by default); a VS Code ${input:id} without a default is asked
+// for on stdin once, when the config is first read.
 //
 //	status                  every server: state, generation, tools, retries, idle, last error
 //	tools [server]          qualified tool names with the first line of their description
@@ -42,6 +50,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -77,15 +86,34 @@ func main() {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) (err error) {
 	fs := flag.NewFlagSet("host", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	path := fs.String("config", "mcp.json", "config `file` in the mcpServers or VS Code servers form")
+	path := fs.String("config", "", "config `file`: mcpServers form (Claude, Cursor, Gemini CLI) or VS Code's servers form (default ./mcp.json)")
 	tokens := fs.String("tokens", "", "`file` to keep OAuth tokens in across runs (mode 0600); empty keeps them in memory")
+	workspace := fs.String("workspace", "", "the `dir` ${workspaceFolder} names in the config (default: the current directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg, err := client.LoadConfig(*path)
+	if *path == "" {
+		if _, err := os.Stat(defaultConfig); err != nil {
+			fmt.Fprint(stdout, noConfigText)
+			return nil
+		}
+		*path = defaultConfig
+	}
+	if *workspace == "" {
+		if *workspace, err = os.Getwd(); err != nil {
+			return err
+		}
+	}
+	lines, stopReading := readLines(stdin)
+	defer stopReading()
+	in := &inputs{ctx: ctx, lines: lines, write: func(s string) { io.WriteString(stdout, s) }, answers: map[string]string{}}
+	load := func() (*client.Config, error) {
+		return client.LoadConfig(*path, client.WithWorkspaceFolder(*workspace), client.WithInputs(in.answer))
+	}
+	cfg, err := load()
 	if err != nil {
 		return err
 	}
@@ -94,8 +122,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if *tokens != "" {
 		opts = append(opts, client.WithTokenStore(oauth.NewFileStore(*tokens)))
 	}
-	h := &host{m: client.New(opts...), path: *path, cfg: cfg, out: stdout, auths: map[string]context.CancelFunc{}}
+	h := &host{m: client.New(opts...), path: *path, load: load, cfg: cfg, out: stdout, auths: map[string]context.CancelFunc{}}
 	defer h.stopAuths()
+	in.write = h.write // from now on the timeline writes too
 	events, _ := h.m.Subscribe(0)
 	timelineDone := make(chan struct{})
 	go func() {
@@ -111,7 +140,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		<-timelineDone
 	}()
 
-	h.printf("host: %d servers from %s; type help for commands\n", len(cfg.Servers), *path)
+	h.printf("host: %s from %s; type help for commands\n", plural(len(cfg.Servers), "server", "servers"), *path)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	_, err = h.m.Apply(actx, cfg)
 	cancel()
@@ -121,8 +150,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		h.printf("apply: %v\n", err)
 	}
 
-	lines, stopReading := readLines(stdin)
-	defer stopReading()
 	for {
 		select {
 		case <-ctx.Done():
@@ -135,6 +162,68 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 				return nil
 			}
 		}
+	}
+}
+
+// defaultConfig is the file read when -config is not given.
+const defaultConfig = "mcp.json"
+
+// noConfigText is what the host says when it has no config to read.
+const noConfigText = `host: no config file: give one with -config, or put an mcp.json in this directory.
+To try it, from the mcpfleet repository (two servers that need only Go):
+
+  go run ./examples/host -config examples/host/mcp.json
+
+A config is the file you give Claude Desktop, Claude Code, Cursor or Gemini CLI
+({"mcpServers": {"name": {"command": "...", "args": [...]}}}, or "url" for HTTP),
+or VS Code's mcp.json ({"servers": {...}, "inputs": [...]}).
+`
+
+// inputs answers the config's ${input:id} on stdin, the first time each is
+// used: an input with a default takes it, one without is asked for. Only
+// the command loop's goroutine reads lines, through it.
+type inputs struct {
+	ctx     context.Context
+	lines   <-chan string
+	write   func(string)
+	answers map[string]string
+}
+
+// answer is a client.WithInputs callback.
+func (in *inputs) answer(input client.Input) (string, error) {
+	if a, ok := in.answers[input.ID]; ok {
+		return a, nil
+	}
+	if input.Default != "" {
+		return input.Default, nil
+	}
+	if input.Type == "command" {
+		return "", fmt.Errorf("it runs the VS Code command %q, which only VS Code can; give the input a \"default\"", input.Command)
+	}
+	prompt := "host: the config asks for input " + strconv.Quote(input.ID)
+	if input.Description != "" {
+		prompt += " (" + input.Description + ")"
+	}
+	if len(input.Options) > 0 {
+		prompt += ", one of " + strings.Join(input.Options, ", ")
+	}
+	if input.Password {
+		prompt += "; it is a secret, and what you type is shown"
+	}
+	in.write(prompt + ":\n")
+	select {
+	case line, ok := <-in.lines:
+		if !ok {
+			return "", errors.New("input ended before an answer")
+		}
+		a := strings.TrimSpace(line)
+		if a == "" {
+			return "", errors.New("no answer")
+		}
+		in.answers[input.ID] = a
+		return a, nil
+	case <-in.ctx.Done():
+		return "", in.ctx.Err()
 	}
 }
 
@@ -166,6 +255,8 @@ func readLines(r io.Reader) (lines <-chan string, stop func()) {
 type host struct {
 	m    *client.Manager
 	path string
+	// load reads the config file at path.
+	load func() (*client.Config, error)
 
 	// cfg is the config last loaded. Only the command loop touches it.
 	cfg *client.Config

@@ -17,8 +17,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
 )
 
@@ -46,6 +48,7 @@ func TestHost(t *testing.T) {
 	})
 
 	h := startHost(ctx, t, path)
+	h.expect("host: 5 servers from " + path)
 
 	for _, name := range []string{"a", "b", "web"} {
 		h.expectEvent(" " + name + " Connecting -> Connected (generation 1)")
@@ -54,10 +57,11 @@ func TestHost(t *testing.T) {
 	h.expectEvent(" broken retry #2 in ", "exit status 3")
 
 	h.send("status")
-	h.expect("SERVER", "STATE", "GEN", "TOOLS", "QUARANTINED", "RETRY", "LAST ERROR")
+	h.expect("SERVER", "STATE", "GEN", "TOOLS", "QUARANTINED", "RETRY", "IDLE")
 	h.expectRow("a", "Connected", "1", "5", "0", "-", "-")
 	h.expectRow("b", "Connected", "1", "5", "0", "-", "-")
 	h.expectRow("broken", "Connecting", "0", "0", "0")
+	h.expect("  last error: ") // under its row (stderr below shows it whole)
 	h.expectRow("lazy", "Disconnected", "0", "0", "0")
 	h.expectRow("web", "Connected", "1")
 
@@ -172,8 +176,8 @@ func TestHostIdle(t *testing.T) {
 	h.expectEvent(" i Connecting -> Connected (generation 1)")
 	h.expectEvent(" i Connected -> Disconnected (generation 1): idle timeout: no use for 300ms")
 	h.send("status")
-	h.expect("SERVER", "STATE", "RETRY", "IDLE", "LAST ERROR")
-	h.expectRow("a", "Connected", "1", "5", "0", "-", "-", "-")
+	h.expect("SERVER", "STATE", "RETRY", "IDLE")
+	h.expectRow("a", "Connected", "1", "5", "0", "-", "-")
 	h.expectRow("i", "Disconnected", "1", "5", "0", "-", "idle")
 	h.send("tools i")
 	h.expect("i__echo")
@@ -212,9 +216,120 @@ func TestHostEOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := run(ctx, []string{"-config", path}, strings.NewReader(""), io.Discard)
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "comand") {
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"comand": unknown key (did you mean "command"?)`) {
 		t.Errorf("run with a bad config: got %v, want an error naming the file and the bad key", err)
 	}
+}
+
+// TestHostNoConfig: without -config the host reads ./mcp.json; when there
+// is none it says what to do (the flag, the sample, the format) and
+// returns without an error.
+func TestHostNoConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t.Chdir(t.TempDir())
+	out := newLineLog()
+	if err := run(ctx, nil, strings.NewReader(""), out); err != nil {
+		t.Fatalf("run with no config: %v\n%s", err, out)
+	}
+	for _, want := range []string{"no config file", "-config", "go run ./examples/host -config examples/host/mcp.json", `"mcpServers"`, `"servers"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, l := range out.snapshot() {
+		if len([]rune(l)) > width {
+			t.Errorf("line over %d columns: %q", width, l)
+		}
+	}
+
+	a := stdioEntry(faultserver.ModeNormal)
+	if exe, err := os.Executable(); err == nil {
+		a["command"] = exe // os.Args[0] may be relative to the directory left
+	}
+	writeConfig(t, "mcp.json", map[string]any{"a": a})
+	out = newLineLog()
+	if err := run(ctx, nil, strings.NewReader("status\n"), out); err != nil {
+		t.Fatalf("run with ./mcp.json: %v\n%s", err, out)
+	}
+	if !strings.Contains(out.String(), "host: 1 server from mcp.json") {
+		t.Errorf("./mcp.json not read:\n%s", out)
+	}
+	proctest.NoChildren(t)
+}
+
+// TestSampleConfig: the sample config the host ships parses, its Go
+// servers run the demo (which is in the repository), and the one that
+// needs npm is off until enabled.
+func TestSampleConfig(t *testing.T) {
+	cfg, err := client.LoadConfig("mcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Servers) != 3 {
+		t.Fatalf("servers %v", cfg.Servers)
+	}
+	for name, sc := range cfg.Servers {
+		if _, err := sc.Spec(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		switch name {
+		case "notes", "search":
+			// The sample is run from the repository root.
+			if sc.Command != "go" || !slices.Equal(sc.Args, []string{"run", "./examples/demo"}) || sc.Env["MCPFLEET_DEMO_SERVER"] != name {
+				t.Errorf("%s: %v", name, sc)
+			}
+			if _, err := os.Stat(filepath.Join("..", "demo", "main.go")); err != nil {
+				t.Errorf("%s runs ./examples/demo: %v", name, err)
+			}
+		case "everything":
+			if !sc.Disabled || !strings.HasPrefix(sc.Command, npmtest.Dir+"/node_modules/.bin/") {
+				t.Errorf("everything: %v", sc)
+			}
+		default:
+			t.Errorf("unexpected server %q", name)
+		}
+	}
+}
+
+// TestHostInputs: a VS Code config's ${input:id} without a default is
+// asked for on stdin, once (a reload does not ask again); one with a
+// default takes it.
+func TestHostInputs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	a := stdioEntry(faultserver.ModeNormal)
+	a["env"].(map[string]string)["TOKEN"] = "${input:token}"
+	a["env"].(map[string]string)["REGION"] = "${input:region}"
+	b, err := json.Marshal(map[string]any{
+		"inputs": []map[string]any{
+			{"type": "promptString", "id": "token", "description": "API token", "password": true},
+			{"type": "promptString", "id": "region", "description": "Region", "default": "eu"},
+		},
+		"servers": map[string]any{"a": a},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startHost(ctx, t, path)
+	h.expect(`host: the config asks for input "token" (API token); it is a secret, and what you type is shown:`)
+	if _, ok := h.find(func(l string) bool { return strings.Contains(l, `"region"`) }); ok {
+		t.Error("asked for an input that has a default")
+	}
+	h.send("tok-123")
+	h.expect("host: 1 server from " + path)
+	h.expectEvent(" a Connecting -> Connected (generation 1)")
+	h.send("reload")
+	h.expect("reload " + path + ": no changes")
+	h.quit()
+	if n := strings.Count(h.out.String(), "asks for input"); n != 1 {
+		t.Errorf("asked %d times, want once", n)
+	}
+	h.finish()
 }
 
 // lazyEntry is a config entry for a fault server that starts on first use.
@@ -454,6 +569,7 @@ func TestHostToolFilter(t *testing.T) {
 	writeConfig(t, path, map[string]any{"a": a})
 
 	h := startHost(ctx, t, path)
+	h.expect("host: 1 server from " + path)
 	h.expectEvent(" a Connecting -> Connected (generation 1)")
 
 	h.send("tools a")

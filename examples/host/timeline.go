@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -16,15 +17,31 @@ func (h *host) timeline(events <-chan client.Event) {
 	for e := range events {
 		var b strings.Builder
 		if e.Dropped > 0 {
-			fmt.Fprintf(&b, "* (%d events lost: the timeline fell behind)\n", e.Dropped)
+			fmt.Fprintf(&b, "* (%s lost: the timeline fell behind)\n", plural(int(e.Dropped), "event", "events"))
 		}
-		fmt.Fprintf(&b, "* %s %s\n", e.Time.Format("15:04:05.000"), describe(e))
+		b.WriteString(eventLine(e) + "\n")
 		h.write(b.String())
 	}
 }
 
-// describe renders one event on one line.
-func describe(e client.Event) string {
+// eventLine renders one event on one line: a catalog change that would
+// make it wider than width says how many tools instead of naming them. A
+// line with a cause is not cut: the cause is what the line is for.
+func eventLine(e client.Event) string {
+	stamp := "* " + e.Time.Format("15:04:05.000") + " "
+	line := stamp + describe(e, false)
+	if utf8.RuneCountInString(line) > width {
+		line = stamp + describe(e, true)
+	}
+	if e.Err != nil {
+		return line
+	}
+	return cut(line, width)
+}
+
+// describe renders one event; brief counts a catalog change's tools
+// instead of naming them.
+func describe(e client.Event, brief bool) string {
 	var s string
 	switch e.Kind {
 	case client.EventState:
@@ -32,7 +49,7 @@ func describe(e client.Event) string {
 	case client.EventRetry:
 		s = fmt.Sprintf("%s retry #%d in %s", e.Server, e.Attempt+1, e.NextRetry.Sub(e.Time).Round(time.Millisecond))
 	case client.EventCatalog:
-		s = e.Server + " catalog" + diffText(e.Diff)
+		s = e.Server + " catalog" + diffText(e.Diff, brief)
 	default:
 		s = fmt.Sprintf("%s %s", e.Server, e.Kind)
 	}
@@ -46,13 +63,17 @@ func describe(e client.Event) string {
 }
 
 // diffText says what a catalog change did, leaving out what did not change.
-func diffText(d *snapshot.Diff) string {
+func diffText(d *snapshot.Diff, brief bool) string {
 	if d == nil {
 		return ""
 	}
 	var b strings.Builder
 	list := func(what string, names []string) {
-		if len(names) > 0 {
+		switch {
+		case len(names) == 0:
+		case brief:
+			fmt.Fprintf(&b, " %s %s;", what, plural(len(names), "tool", "tools"))
+		default:
 			fmt.Fprintf(&b, " %s %s;", what, strings.Join(names, " "))
 		}
 	}
