@@ -53,14 +53,15 @@ func TestHost(t *testing.T) {
 	for _, name := range []string{"a", "b", "web"} {
 		h.expectEvent(" " + name + " Connecting -> Connected (generation 1)")
 	}
-	// A server that dies at start is retried; status says when and why.
-	h.expectEvent(" broken retry #2 in ", "exit status 3")
+	// A server that dies at start, the same way three times in a row,
+	// cannot start: it settles at once, and status says why.
+	h.expectEvent(" broken Connecting -> PermanentlyFailed", "3 times in a row", "exit status 3")
 
 	h.send("status")
 	h.expect("SERVER", "STATE", "GEN", "TOOLS", "QUARANTINED", "RETRY", "IDLE")
 	h.expectRow("a", "Connected", "1", "5", "0", "-", "-")
 	h.expectRow("b", "Connected", "1", "5", "0", "-", "-")
-	h.expectRow("broken", "Connecting", "0", "0", "0")
+	h.expectRow("broken", "PermanentlyFailed", "0", "0", "0")
 	h.expect("  last error: ") // under its row (stderr below shows it whole)
 	h.expectRow("lazy", "Disconnected", "0", "0", "0")
 	h.expectRow("web", "Connected", "1")
@@ -104,7 +105,7 @@ func TestHost(t *testing.T) {
 	h.send("status")
 	h.expectRow("b", "Disabled")
 	h.send(`call b__add {"a": 1, "b": 1}`)
-	h.expect("call b__add: error", "tool not found")
+	h.expect("call b__add: error", "server disabled")
 
 	h.send("enable b")
 	h.expectEvent(" b Connecting -> Connected")
