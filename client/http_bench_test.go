@@ -246,6 +246,11 @@ func benchRawCallToolParallel(b *testing.B, c *mcpclient.Client, args any, calle
 	if _, err := c.Initialize(ctx, init); err != nil {
 		b.Fatal(err)
 	}
+	// As a host does, and the Manager: mcp-go keeps the tools it listed
+	// and derives a call's headers from the tool's schema on 2026-07-28.
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		b.Fatal(err)
+	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "echo"
 	req.Params.Arguments = args

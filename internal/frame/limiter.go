@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -47,6 +48,13 @@ type Limiter struct {
 	answers *TooLargeAnswers
 	log     *slog.Logger
 
+	// raw and head come from pools at the first Read and go back at the
+	// end of the stream (the first error from r, which Read returns from
+	// then on as err): an HTTP response stream lives for one request, and
+	// must not cost a read buffer of its own each time.
+	rawp, headp *[]byte
+	err         error
+
 	raw     []byte // read from r
 	buf     []byte // of raw, not yet passed on
 	pending []byte // to hand out before reading more
@@ -62,11 +70,23 @@ type Limiter struct {
 // NewLimiter bounds the messages of r to limit bytes. answers receives
 // the requests whose answers were cut; log hears of every cut.
 func NewLimiter(r io.Reader, framing Framing, limit int64, answers *TooLargeAnswers, log *slog.Logger) *Limiter {
-	return &Limiter{r: r, framing: framing, limit: limit, answers: answers, log: log,
-		raw: make([]byte, readSize), head: make([]byte, 0, keepHead)}
+	return &Limiter{r: r, framing: framing, limit: limit, answers: answers, log: log}
 }
 
+// Buffers of Limiters, shared by all: see Limiter.rawp.
+var (
+	rawPool  = sync.Pool{New: func() any { b := make([]byte, readSize); return &b }}
+	headPool = sync.Pool{New: func() any { b := make([]byte, 0, keepHead); return &b }}
+)
+
 func (l *Limiter) Read(p []byte) (int, error) {
+	if l.rawp == nil {
+		if l.err != nil {
+			return 0, l.err
+		}
+		l.rawp, l.headp = rawPool.Get().(*[]byte), headPool.Get().(*[]byte)
+		l.raw, l.head = *l.rawp, (*l.headp)[:0]
+	}
 	for {
 		if len(l.pending) > 0 {
 			n := copy(p, l.pending)
@@ -80,6 +100,7 @@ func (l *Limiter) Read(p []byte) (int, error) {
 				if err == nil {
 					continue
 				}
+				l.release(err)
 				return 0, err
 			}
 		}
@@ -91,6 +112,17 @@ func (l *Limiter) Read(p []byte) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// release ends the stream with err, which every later Read returns, and
+// gives the buffers back. Nothing of them is in use: buf is empty (raw is
+// read only when it is), and head is kept only while a message is passed.
+func (l *Limiter) release(err error) {
+	l.err = err
+	*l.headp = l.head[:0]
+	rawPool.Put(l.rawp)
+	headPool.Put(l.headp)
+	l.rawp, l.headp, l.raw, l.buf, l.head = nil, nil, nil, nil, nil
 }
 
 // end finds where the current message ends in b: the index just past its

@@ -180,3 +180,23 @@ func TestErrorsPassThrough(t *testing.T) {
 	}
 	_ = bytes.MinRead
 }
+
+// TestLimiterAfterTheEnd: a Limiter gives its buffers back at the end of
+// its stream and answers every later Read with the same error, so that an
+// HTTP response stream costs no read buffer of its own.
+func TestLimiterAfterTheEnd(t *testing.T) {
+	var answers TooLargeAnswers
+	for range 3 { // the second and third take the first's buffers
+		l := NewLimiter(strings.NewReader("data: {\"a\":1}\n\n"), Events, 1<<10, &answers, slog.New(slog.DiscardHandler))
+		out, err := io.ReadAll(l)
+		if err != nil || string(out) != "data: {\"a\":1}\n\n" {
+			t.Fatalf("read %q, %v", out, err)
+		}
+		if n, err := l.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+			t.Fatalf("Read after the end = %d, %v; want 0, EOF", n, err)
+		}
+		if l.raw != nil || l.rawp != nil {
+			t.Fatal("the buffers were not given back")
+		}
+	}
+}
