@@ -265,30 +265,8 @@ func (b *bus) close() {
 	<-b.done
 }
 
-// catalogEvent is the EventCatalog of a publisher's diff, copied into the
-// host's read-only types.
+// catalogEvent is the EventCatalog of a publisher's diff (snapshot.Diff is
+// the Publisher's own type).
 func catalogEvent(d catalog.Diff) Event {
-	return Event{Kind: EventCatalog, Diff: &snapshot.Diff{
-		Server:                   d.Server,
-		Added:                    d.Added,
-		Removed:                  d.Removed,
-		Changed:                  d.Changed,
-		PromptsChanged:           d.PromptsChanged,
-		ResourcesChanged:         d.ResourcesChanged,
-		ResourceTemplatesChanged: d.ResourceTemplatesChanged,
-		InfoChanged:              d.InfoChanged,
-		Quarantined:              quarantines(d.Quarantined),
-		Promoted:                 quarantines(d.Promoted),
-	}}
-}
-
-func quarantines(in []catalog.Quarantine) []snapshot.Quarantine {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]snapshot.Quarantine, len(in))
-	for i, q := range in {
-		out[i] = snapshot.Quarantine(q)
-	}
-	return out
+	return Event{Kind: EventCatalog, Diff: &d}
 }

@@ -75,7 +75,7 @@ func quarantinesByServer(v *catalog.View) map[string][]snapshot.Quarantine {
 	}
 	out := make(map[string][]snapshot.Quarantine)
 	for _, q := range qs {
-		out[q.Server] = append(out[q.Server], snapshot.Quarantine(q))
+		out[q.Server] = append(out[q.Server], q)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"iter"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -53,18 +54,12 @@ func (t Tool) Definition() mcp.Tool {
 
 // Quarantine is a tool left out of the View because another tool got its
 // qualified name first. It stays listed, so that status can say why a tool
-// is missing, and it is promoted automatically once the name is free.
-type Quarantine struct {
-	// Server is the server whose tool was left out.
-	Server string
-	// Tool is that tool's wire name.
-	Tool string
-	// Qualified is the name it would have had.
-	Qualified string
-	// Holder is the server whose tool holds the name. It can be Server
-	// itself when one server lists two tools that qualify alike.
-	Holder string
-}
+// is missing, and it is promoted automatically once the name is free. Its
+// fields: Server, the server whose tool was left out; Tool, that tool's
+// wire name; Qualified, the name it would have had; Holder, the server
+// whose tool holds the name (Server itself when one server lists two
+// tools that qualify alike).
+type Quarantine = catalog.Quarantine
 
 // View is the aggregated catalog of every published server at one moment.
 // It is immutable and replaced whole on every change, so a host can use one
@@ -150,17 +145,5 @@ func (v *View) Catalogs() iter.Seq[Catalog] {
 // sorted by qualified name and then by the order they would be promoted
 // in. The slice is the caller's.
 func (v *View) Quarantined() []Quarantine {
-	return quarantines(v.in().Quarantined())
-}
-
-// quarantines copies the manager's quarantine list into the host's type.
-func quarantines(in []catalog.Quarantine) []Quarantine {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]Quarantine, len(in))
-	for i, q := range in {
-		out[i] = Quarantine(q)
-	}
-	return out
+	return slices.Clone(v.in().Quarantined())
 }

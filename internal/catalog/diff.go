@@ -1,8 +1,7 @@
 package catalog
 
-// Diff is what one Publish or Unpublish changed for one server. Its fields
-// mean what snapshot.Diff's say; the manager copies it into one for its
-// catalog event.
+// Diff is what one Publish or Unpublish changed for one server. It is
+// snapshot.Diff, whose doc says what each field means.
 type Diff struct {
 	Server                                                     string
 	Added, Removed                                             []string
