@@ -278,7 +278,11 @@ func (m *Manager) Statuses() []ServerStatus {
 
 // WaitFor blocks until the server is in state want or ctx ends. It returns
 // an error wrapping ErrClosed if the server is closed while waiting for
-// another state.
+// another state. Waiting for Connected, it returns at once, with an error
+// wrapping ErrPermanentlyFailed and the cause, when the server is
+// PermanentlyFailed: a mistake in its spec (a command not found, a wrong
+// URL) or a spent budget, which no wait ends. (Its slow probe may still
+// find it fixed later; Reconnect tries at once.)
 func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State) error {
 	op := "wait for " + want.String()
 	s, err := m.slot(name)
@@ -294,6 +298,12 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 		}
 		if state == lifecycle.Closed {
 			return withOp(op, name, serverError(ErrClosed, name, nil))
+		}
+		if want == lifecycle.Connected && state == lifecycle.PermanentlyFailed {
+			s.mu.Lock()
+			cause := notCanceled(s.lastErr)
+			s.mu.Unlock()
+			return withOp(op, name, serverError(ErrPermanentlyFailed, name, cause))
 		}
 		select {
 		case <-ch:

@@ -106,8 +106,14 @@ func TestMistakeFixedIsFound(t *testing.T) {
 				policy = lifecycle.Policy{MaxInterval: 20 * time.Millisecond, ProbeInterval: 50 * time.Millisecond}
 			}
 			m := newTestManager(t, WithPolicy(policy))
+			rec := record(m)
 			mustAdd(t, m, "s", spec)
 			mustWait(t, m, "s", lifecycle.PermanentlyFailed)
+			// Waiting for Connected ends at once, with the cause.
+			if err := m.WaitFor(testCtx(t), "s", lifecycle.Connected); !errors.Is(err, ErrPermanentlyFailed) ||
+				!errors.Is(err, stdio.ErrCommandNotFound) {
+				t.Fatalf("WaitFor(Connected) = %v; want ErrPermanentlyFailed with the cause", err)
+			}
 			if err := os.Symlink(server, path); err != nil { // installed
 				t.Fatal(err)
 			}
@@ -116,7 +122,7 @@ func TestMistakeFixedIsFound(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			mustWait(t, m, "s", lifecycle.Connected)
+			rec.wait(t, func(e Event) bool { return e.Kind == EventState && e.To == lifecycle.Connected })
 			if res, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"text": "back"}); err != nil || text(res) != "back" {
 				t.Fatalf("echo = %q, %v", text(res), err)
 			}

@@ -1,0 +1,53 @@
+// Package client is mcpfleet's Manager: it keeps many MCP servers usable at
+// once, each in a stable slot from Add to Remove, and keeps them usable
+// when they crash, restart or are switched off.
+//
+// A host adds servers (Add, or Apply with a config file that Claude
+// Desktop, Cursor, VS Code or Gemini CLI would read), reads the tools of
+// all of them from one lock-free View, and calls them by qualified name
+// ("files__read_file") or by server and tool:
+//
+//	m := client.New(client.WithLogger(slog.Default()))
+//	defer m.Close()
+//	m.Add(ctx, "files", client.ServerSpec{Stdio: &stdio.Spec{Command: "npx",
+//		Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv"}}})
+//	m.WaitFor(ctx, "files", lifecycle.Connected)
+//	res, err := m.Call(ctx, "files__read_file", map[string]any{"path": "/srv/a.txt"})
+//
+// # What the Manager does for you
+//
+// Each slot has a lifecycle state (lifecycle.State: Connecting, Connected,
+// Reconnecting, PermanentlyFailed, NeedsAuthorization, Disabled, ...), the
+// one source of truth for what calls do and what Status and events say.
+// When a runtime dies (a child exits, an HTTP stream is lost, a session is
+// forgotten) the slot detaches it, closes it, and reconnects within a
+// budget (lifecycle.Policy); every runtime carries a generation, so that
+// nothing a dead runtime reports touches its replacement. The last good
+// catalog stays published while the server is away.
+//
+// A mistake is not an outage: before a server ever connected, a failure
+// no retry can fix (a command not found, a URL that answers 404 to every
+// way of speaking MCP, credentials refused with no way to get others, the
+// same exit at start three times) settles the slot in PermanentlyFailed at
+// once, with the cause in Status.LastError; calls and WaitFor(Connected)
+// fail fast with it.
+//
+// # Errors
+//
+// Every per-server error is a *ServerError naming the server and the
+// operation, around one of the package's sentinels (ErrUnavailable,
+// ErrOutcomeUnknown, ErrPermanentlyFailed, ErrDisabled, ...) and the
+// transport's typed error (*stdio.Error, an HTTP error), so a host branches
+// with errors.Is and errors.As, never on a message. A call either returns
+// the server's answer or says whether the request ran (see CallTool).
+//
+// # Seeing what happens
+//
+// WithLogger gets one line per state change and failed attempt (a
+// flapping server is summarised); Subscribe and Watch deliver ordered
+// events; Status, Statuses and Stats are plain snapshots; WithObserver
+// (and the otel module) hand every request to OpenTelemetry.
+//
+// The design, the state table and the call path are in the repository's
+// docs/DESIGN.md.
+package client
