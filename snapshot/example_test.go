@@ -21,7 +21,9 @@ func ExampleView() {
 	defer cancel()
 	srv := server.NewMCPServer("notes", "1.0", server.WithToolCapabilities(true))
 	srv.AddTool(mcp.NewTool("find", mcp.WithDescription("Finds a note."), mcp.WithReadOnlyHintAnnotation(true)),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText(""), nil })
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(""), nil
+		})
 	m := client.New()
 	defer m.Close()
 	if err := m.Add(ctx, "notes", client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
