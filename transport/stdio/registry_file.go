@@ -301,12 +301,14 @@ func (r *Registry) appendLocked(rec logRecord) error {
 // never a part. It then appends to the new file. A closed Registry writes
 // no owner; with no group left it removes the file instead.
 func (r *Registry) rewriteLocked() error {
+	// Ours after the inherited: should one of ours have the pid of an
+	// inherited group (which then is gone), the reader keeps ours.
 	groups := make([]groupRecord, 0, r.liveLocked())
+	groups = append(groups, r.inherited...)
 	for _, e := range r.groups {
 		groups = append(groups, e.rec)
 	}
-	slices.SortFunc(groups, func(a, b groupRecord) int { return a.PID - b.PID })
-	groups = append(groups, r.inherited...)
+	slices.SortStableFunc(groups[len(r.inherited):], func(a, b groupRecord) int { return a.PID - b.PID })
 	if r.closed && len(groups) == 0 {
 		r.closeFileLocked()
 		if err := os.Remove(r.path); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -386,3 +386,33 @@ func TestRegistryNoSymlink(t *testing.T) {
 		t.Errorf("the link's target was written:\n%s", b)
 	}
 }
+
+// TestRegistryOursOverInherited: a group the sweep could not end stays
+// listed; should it die and a child of ours get its pid, the rewritten
+// file lists our child under that pid, not the dead group.
+func TestRegistryOursOverInherited(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	r, err := OpenRegistry(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	old, ours := fakeGroup(0), fakeGroup(0)
+	old.Start, ours.Start = "test:old", "test:ours"
+	r.mu.Lock()
+	r.inherited = []groupRecord{old, fakeGroup(1)}
+	r.mu.Unlock()
+	r.record(ours)
+	if err := r.rewrite(); err != nil {
+		t.Fatal(err)
+	}
+	sf := readState(t, path)
+	if !slices.Equal(pids(sf.Groups), []int{fakePID, fakePID + 1}) {
+		t.Fatalf("groups %v", pids(sf.Groups))
+	}
+	for _, g := range sf.Groups {
+		if g.PID == fakePID && g.Start != ours.Start {
+			t.Errorf("pid %d listed as %+v, want our child (start %q)", g.PID, g, ours.Start)
+		}
+	}
+}
