@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -388,6 +387,7 @@ func (c *Conn) watch() {
 	c.sigMu.Lock()
 	c.tree.release()
 	c.exited = true
+	killed := c.tree.killed
 	c.sigMu.Unlock()
 
 	// Let the drain take in what the process wrote last, so the error can
@@ -401,12 +401,8 @@ func (c *Conn) watch() {
 		expired = true
 	}
 
-	e := &ExitError{PID: c.pid, Code: -1, Stderr: excerpt(c.ring.last(-1)), Closed: c.closing.Load()}
-	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		e.Signal = ws.Signal()
-	} else {
-		e.Code = c.cmd.ProcessState.ExitCode()
-	}
+	st := exitOf(waitStatus(c.cmd.ProcessState), killed, killedExitCode)
+	e := &ExitError{PID: c.pid, Code: st.code, Signal: st.signal, Stderr: excerpt(c.ring.last(-1)), Closed: c.closing.Load()}
 	c.err.Store(&Error{Command: c.spec.Command, PID: c.pid, Err: e})
 	close(c.done)
 

@@ -107,9 +107,10 @@ type ExitError struct {
 	PID int
 	// Code is the exit status, or -1 if a signal ended the process.
 	Code int
-	// Signal is the signal that ended the process, or 0. It is always 0 on
-	// Windows, where no process ends by a signal; one that Close had to
-	// terminate exits with status 1 there.
+	// Signal is the signal that ended the process, or 0. On Windows, where
+	// no process ends by a signal, it is SIGKILL for one that Close had to
+	// terminate (TerminateJobObject; its exit status, 1, could be the
+	// server's own), as on Unix, and 0 for every other end.
 	Signal syscall.Signal
 	// Stderr is an excerpt of what the process wrote to stderr, oldest
 	// first, within about 1 KiB: its last lines, and before them, when it

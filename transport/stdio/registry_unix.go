@@ -29,3 +29,16 @@ func untrusted(fi fs.FileInfo) string {
 	}
 	return ""
 }
+
+// openNoFollow makes the open of the state file fail on a symbolic link.
+const openNoFollow = syscall.O_NOFOLLOW
+
+// install renames tmp over path and returns tmp, still open for
+// appending: it is the file at path now. On error tmp is closed.
+func install(tmp *os.File, path string) (*os.File, error) {
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = tmp.Close()
+		return nil, err
+	}
+	return tmp, nil
+}
