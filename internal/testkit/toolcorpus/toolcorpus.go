@@ -37,7 +37,7 @@ type Query struct {
 // Dir is testdata/toolcorpus of this repository.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "testdata", "toolcorpus")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "toolcorpus")
 }
 
 // Servers reads corpus.json.
