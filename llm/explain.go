@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
@@ -33,7 +34,7 @@ func Explain(qualified string, err error, now time.Time) string {
 	var ua *client.UnavailableError
 	switch {
 	case errors.As(err, &ua):
-		msg = fmt.Sprintf("%s is %s and did not come back in time; ", server, ua.State)
+		msg = fmt.Sprintf("%s is %s and did not come back in time; ", server, strings.ToLower(ua.State.String()))
 		if ua.NextRetry.IsZero() {
 			msg += "retry in a few seconds."
 		} else {

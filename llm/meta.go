@@ -133,10 +133,10 @@ func (m *MetaTools) SearchHandler() func(ctx context.Context, args map[string]an
 				Server: h.Tool.Server(), InputSchema: toolsearch.InputSchema(def)}
 		}
 		body := map[string]any{"tools": found}
-		text, _ := json.Marshal(body)
 		if len(found) == 0 {
-			text = []byte(`{"tools":[]} (no tool matches; try other words)`)
+			body["hint"] = "no tool matches; try other words"
 		}
+		text, _ := json.Marshal(body)
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(text))}, StructuredContent: body}, nil
 	}
 }

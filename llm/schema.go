@@ -88,6 +88,7 @@ func StrictSchema(schema map[string]any) (map[string]any, Conversion) {
 		return ObjectSchema(schema), Conversion{Reasons: c.conv.Reasons}
 	}
 	c.conv.Strict = true
+	slices.Sort(c.conv.Dropped)
 	return out, c.conv
 }
 
@@ -296,6 +297,7 @@ func OpenAPISchema(schema map[string]any) (map[string]any, Conversion) {
 	if out["type"] == nil {
 		out["type"] = "object"
 	}
+	slices.Sort(c.conv.Dropped)
 	return out, c.conv
 }
 
