@@ -25,7 +25,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestExplain(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	srv := func(err error) error { return &client.ServerError{Server: "github", Op: "call tool create_issue", Err: err} }
+	srv := func(err error) error {
+		return &client.ServerError{Server: "github", Op: "call tool create_issue", Err: err}
+	}
 	for _, tc := range []struct {
 		err  error
 		want string

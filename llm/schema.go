@@ -25,6 +25,13 @@ type Conversion struct {
 	Changed []string
 }
 
+// Report is the conversion of one tool's schema for one provider.
+type Report struct {
+	// Tool is the tool's qualified name.
+	Tool string
+	Conversion
+}
+
 // OK reports a conversion that dropped and changed nothing.
 func (c Conversion) OK() bool { return len(c.Reasons)+len(c.Dropped)+len(c.Changed) == 0 }
 

@@ -71,7 +71,8 @@ func Indent(t testing.TB, b []byte) []byte {
 // only; its calls fail.
 type CorpusFleet struct{ V *snapshot.View }
 
-// NewCorpusFleet returns the View of the named corpus servers.
+// NewCorpusFleet returns the View of the named corpus servers, published
+// in the order named.
 func NewCorpusFleet(t testing.TB, names ...string) CorpusFleet {
 	t.Helper()
 	all, err := toolcorpus.Servers()
@@ -79,8 +80,8 @@ func NewCorpusFleet(t testing.TB, names ...string) CorpusFleet {
 		t.Fatal(err)
 	}
 	var keep []toolcorpus.Server
-	for _, s := range all {
-		for _, n := range names {
+	for _, n := range names {
+		for _, s := range all {
 			if s.Name == n {
 				keep = append(keep, s)
 			}
@@ -189,6 +190,38 @@ func Fleet(t testing.TB) *client.Manager {
 	}
 	return m
 }
+
+// Reconnect reconnects the weather and photos servers of Fleet and waits
+// for the event of each one's new runtime.
+func Reconnect(t testing.TB, m *client.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, name := range []string{"weather", "photos"} {
+		before, err := m.Status(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, stop := m.Subscribe(0)
+		if err := m.Reconnect(ctx, name); err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		for connected := false; !connected; {
+			select {
+			case e := <-events:
+				connected = e.Server == name && e.Kind == client.EventState && e.To == lifecycle.Connected && e.Generation > before.Generation
+			case <-ctx.Done():
+				stop()
+				t.Fatalf("%s: no new runtime", name)
+			}
+		}
+		stop()
+	}
+}
+
+// ExampleFleet is an empty Manager for the adapters' examples.
+func ExampleFleet() *client.Manager { return client.New() }
 
 // Provider is a stand-in for an LLM provider's HTTP API: it answers each
 // request with the next of its responses and records what it was sent.
