@@ -313,3 +313,16 @@ func Example() {
 }
 
 var _ = mcp.Tool{}
+
+func TestDropOptionalNulls(t *testing.T) {
+	schema := map[string]any{"required": []any{"a"}, "properties": map[string]any{
+		"o": map[string]any{"properties": map[string]any{"x": map[string]any{}}},
+		"l": map[string]any{"items": map[string]any{"required": []any{"y"}}},
+	}}
+	args := map[string]any{"a": nil, "b": nil, "o": map[string]any{"x": nil, "z": 1.0}, "l": []any{map[string]any{"y": nil, "w": nil}}}
+	llm.DropOptionalNulls(schema, args)
+	want := map[string]any{"a": nil, "o": map[string]any{"z": 1.0}, "l": []any{map[string]any{"y": nil}}}
+	if !reflect.DeepEqual(args, want) {
+		t.Fatalf("got %v", args)
+	}
+}

@@ -480,3 +480,32 @@ func cloneValue(v any) any {
 	}
 	return v
 }
+
+// DropOptionalNulls removes from args, in place, every null member that
+// schema does not require, in nested objects too. A strict-mode model
+// sends null for an optional property it leaves out (StrictSchema made
+// them nullable); the server expects it absent.
+func DropOptionalNulls(schema, args map[string]any) {
+	props, _ := schema["properties"].(map[string]any)
+	required := stringList(schema["required"])
+	for k, v := range args {
+		if v == nil {
+			if !slices.Contains(required, k) {
+				delete(args, k)
+			}
+			continue
+		}
+		sub, _ := props[k].(map[string]any)
+		switch v := v.(type) {
+		case map[string]any:
+			DropOptionalNulls(sub, v)
+		case []any:
+			items, _ := sub["items"].(map[string]any)
+			for _, x := range v {
+				if o, ok := x.(map[string]any); ok {
+					DropOptionalNulls(items, o)
+				}
+			}
+		}
+	}
+}
