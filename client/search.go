@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"sync"
 
 	"github.com/mcpfleet/mcpfleet/toolsearch"
@@ -21,13 +22,16 @@ type ToolSearch struct {
 	cancel func()
 	done   chan struct{}
 	once   sync.Once
+
+	mu      sync.Mutex
+	updated chan struct{} // guarded by mu; closed and replaced after each update
 }
 
 // NewToolSearch returns a ToolSearch over m's tools with the index options
 // given (weights, BM25 parameters). It subscribes to m's events, so it
 // sees every change after it returns.
 func (m *Manager) NewToolSearch(opts ...toolsearch.Option) *ToolSearch {
-	ts := &ToolSearch{m: m, index: toolsearch.New(opts...), done: make(chan struct{})}
+	ts := &ToolSearch{m: m, index: toolsearch.New(opts...), done: make(chan struct{}), updated: make(chan struct{})}
 	events, cancel := m.Subscribe(0)
 	ts.cancel = cancel
 	// Subscribe first, then index the View: a change in between is both
@@ -46,6 +50,42 @@ func (ts *ToolSearch) follow(events <-chan Event) {
 			ts.index.Sync(ts.m.View())
 		case e.Kind == EventCatalog && e.Diff != nil:
 			ts.index.Apply(ts.m.View(), toolsearch.Touched(*e.Diff)...)
+		default:
+			continue
+		}
+		ts.notify()
+	}
+}
+
+// notify wakes the waiters of WaitUntil.
+func (ts *ToolSearch) notify() {
+	ts.mu.Lock()
+	close(ts.updated)
+	ts.updated = make(chan struct{})
+	ts.mu.Unlock()
+}
+
+// WaitUntil waits until cond, called with the index after each update it
+// takes, returns true, or ctx ends. A host that must see its own change
+// (a server it just added) in a search waits for it here instead of
+// polling.
+func (ts *ToolSearch) WaitUntil(ctx context.Context, cond func(*toolsearch.Index) bool) error {
+	for {
+		ts.mu.Lock()
+		updated := ts.updated
+		ts.mu.Unlock()
+		if cond(ts.index) {
+			return nil
+		}
+		select {
+		case <-updated:
+		case <-ts.done:
+			if cond(ts.index) {
+				return nil
+			}
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
@@ -67,7 +107,10 @@ func (ts *ToolSearch) Select(b toolsearch.Budget) (toolsearch.Selection, error) 
 
 // Sync brings the index to the current View now, without waiting for the
 // events of the latest changes.
-func (ts *ToolSearch) Sync() { ts.index.Sync(ts.m.View()) }
+func (ts *ToolSearch) Sync() {
+	ts.index.Sync(ts.m.View())
+	ts.notify()
+}
 
 // Index returns the index itself, for a host that reads it directly.
 func (ts *ToolSearch) Index() *toolsearch.Index { return ts.index }
