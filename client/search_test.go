@@ -17,7 +17,9 @@ func searchServer(name string, tools ...string) *server.MCPServer {
 	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true))
 	for _, t := range tools {
 		s.AddTool(mcp.NewTool(t, mcp.WithDescription("Does "+t+" things")),
-			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("ok"), nil })
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("ok"), nil
+			})
 	}
 	return s
 }
@@ -50,7 +52,9 @@ func TestToolSearchFollowsTheManager(t *testing.T) {
 	}
 	// list_changed: a new tool appears, without a walk of the fleet.
 	srv.AddTool(mcp.NewTool("elevation", mcp.WithDescription("Height above sea level")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("ok"), nil })
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		})
 	if err := ts.WaitUntil(ctx, found("geo__elevation")); err != nil {
 		t.Fatalf("tool added by list_changed never indexed: %v", err)
 	}
