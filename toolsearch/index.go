@@ -252,7 +252,7 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 	}
 	tokens(title, add(fieldTitle))
 	tokens(def.Description, add(fieldDesc))
-	walkParams(InputSchema(def), 0, add(fieldParam), add(fieldParamDesc))
+	walkParams(paramSchema(def), 0, add(fieldParam), add(fieldParamDesc))
 
 	d.terms = make([]docTerm, 0, len(counts))
 	for term, c := range counts {
@@ -336,6 +336,16 @@ func InputSchema(t mcp.Tool) map[string]any {
 		return map[string]any{"type": "object"}
 	}
 	return m
+}
+
+// paramSchema is the part of the input schema the index reads: the typed
+// properties as they are when mcp-go parsed them (no copy), the raw schema
+// decoded otherwise.
+func paramSchema(t mcp.Tool) map[string]any {
+	if t.RawInputSchema == nil {
+		return map[string]any{"properties": t.InputSchema.Properties}
+	}
+	return InputSchema(t)
 }
 
 // walkParams feeds the names and descriptions of a schema's properties,
