@@ -1,7 +1,6 @@
 package toolsearch
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -310,12 +309,4 @@ func (x *Index) topLocked(s *scratch, k int) []Hit {
 		hits[i] = x.hitLocked(id, float64(s.score[id]))
 	}
 	return hits
-}
-
-// compareHits orders hits best first, ties by qualified name.
-func compareHits(a, b Hit) int {
-	if c := cmp.Compare(b.Score, a.Score); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Qualified, b.Qualified)
 }
