@@ -326,3 +326,23 @@ func TestDropOptionalNulls(t *testing.T) {
 		t.Fatalf("got %v", args)
 	}
 }
+
+// A server that cannot connect: the call waits its ready timeout, fails
+// with the client's UnavailableError, and the model is told to retry.
+func TestRunExplainsAnUnavailableServer(t *testing.T) {
+	m := client.New(client.WithReadyTimeout(50 * time.Millisecond))
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dial := func(context.Context) (client.Conn, error) { return nil, errors.New("connection refused") }
+	if err := m.Add(ctx, "broken", client.ServerSpec{Dialer: dial}); err != nil {
+		t.Fatal(err)
+	}
+	out := llm.Run(ctx, m, []llm.ToolCall{{ID: "1", Name: "broken__anything"}}, llm.RunOptions{})
+	text := llm.Text(llm.Parts(out[0].Result))
+	if !errors.Is(out[0].Err, client.ErrUnavailable) || !out[0].Result.IsError || !strings.Contains(text, "server broken is") ||
+		!strings.Contains(text, "retry") {
+		t.Fatalf("err %v, result %q", out[0].Err, text)
+	}
+	t.Log(text)
+}
