@@ -34,25 +34,31 @@ func tokens(s string, emit func(term string)) {
 
 // word emits the terms of one run of letters and digits: itself when it
 // is a known abbreviation ("k8s"), else its parts split on case changes
-// and digits.
+// and digits. The parts are substrings of s, lower-cased only when they
+// are not already, so most words cost no allocation but their stem.
 func word(s string, emit func(term string)) {
-	if e, ok := abbreviations[strings.ToLower(s)]; ok {
+	if e, ok := abbreviation(s); ok {
 		for _, part := range e {
 			emit(stem(part))
 		}
 		return
 	}
-	var word []rune
-	flush := func() {
-		if len(word) == 0 {
+	start := -1
+	flush := func(end int) {
+		if start < 0 || end <= start {
 			return
 		}
-		w := strings.ToLower(string(word))
-		word = word[:0]
-		for _, part := range expand(w) {
-			if stop[part] || len(part) < 2 && !unicode.IsDigit(rune(part[0])) {
-				continue
+		w := lower(s[start:end])
+		start = -1
+		parts, ok := abbreviations[w]
+		if !ok {
+			if stop[w] || len(w) < 2 && (w[0] < '0' || w[0] > '9') {
+				return
 			}
+			emit(stem(w))
+			return
+		}
+		for _, part := range parts {
 			emit(stem(part))
 		}
 	}
@@ -60,7 +66,7 @@ func word(s string, emit func(term string)) {
 	for i, r := range s {
 		switch {
 		case unicode.IsLetter(r):
-			if unicode.IsUpper(r) && len(word) > 0 {
+			if unicode.IsUpper(r) && start >= 0 {
 				// "fooBar" splits before B; "HTTPServer" before the S
 				// of Server, so an acronym stays one word.
 				rest := s[i+utf8.RuneLen(r):]
@@ -69,34 +75,59 @@ func word(s string, emit func(term string)) {
 				// The s of a plural acronym ("URLs", "IDs") is no word.
 				plural := next == 's' && !unicode.IsLower(after)
 				if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && unicode.IsLower(next) && !plural {
-					flush()
+					flush(i)
 				}
 			} else if unicode.IsDigit(prev) {
-				flush()
+				flush(i)
 			}
-			word = append(word, r)
 		case unicode.IsDigit(r):
-			if len(word) > 0 && !unicode.IsDigit(prev) {
-				flush()
+			if start >= 0 && !unicode.IsDigit(prev) {
+				flush(i)
 			}
-			word = append(word, r)
-		default:
-			flush()
+		}
+		if start < 0 {
+			start = i
 		}
 		prev = r
 	}
-	flush()
+	flush(len(s))
 }
 
-// expand spells out the abbreviations tools and people use for the same
-// thing, so that "repo" finds "repository" and "k8s" finds "kubernetes".
-func expand(w string) []string {
-	if e, ok := abbreviations[w]; ok {
-		return e
+// abbreviation looks s up among the abbreviations, ignoring case, without
+// allocating for a short ASCII word.
+func abbreviation(s string) ([]string, bool) {
+	var buf [8]byte
+	if len(s) > len(buf) {
+		return nil, false
 	}
-	return []string{w}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return nil, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	e, ok := abbreviations[string(buf[:len(s)])]
+	return e, ok
 }
 
+// lower is strings.ToLower that returns an all-lower-case ASCII s as it
+// is, without a copy.
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
+}
+
+// abbreviations spell out the short forms tools and people use for the
+// same thing, so that "repo" finds "repository" and "k8s" finds
+// "kubernetes".
 var abbreviations = map[string][]string{
 	"repo": {"repository"}, "repos": {"repository"}, "dir": {"directory"}, "dirs": {"directory"},
 	"db": {"database"}, "k8s": {"kubernetes"}, "pr": {"pull", "request"}, "prs": {"pull", "request"},
