@@ -5,7 +5,7 @@ GO      ?= go
 NPM_DIR := testdata/npm
 CONFORMANCE_DIR := testdata/conformance
 
-.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak
+.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus
 
 # go test ./... includes internal/testkit/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
@@ -61,6 +61,13 @@ bench: npm
 
 demo:
 	$(GO) run ./examples/demo
+
+# Capture the tool-search corpus (testdata/toolcorpus/corpus.json) again from
+# the servers pinned in testdata/toolcorpus/npm. Only for a change of those
+# packages: the tests read the committed file and need no npm.
+toolcorpus:
+	npm ci --prefix testdata/toolcorpus/npm --ignore-scripts --no-audit --no-fund --loglevel=error
+	$(GO) run ./internal/testkit/toolcorpus/capture
 
 # The soak: 22 servers of every kind, 8 callers, a random fault every
 # 0.1-0.5 s for $(SOAK); fails on any call outside the documented classes and
