@@ -81,7 +81,8 @@ func TestToolSearchFollowsTheManager(t *testing.T) {
 // A host keeps a search index over its fleet and asks it for the tools of
 // a task.
 func ExampleManager_NewToolSearch() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	m := client.New()
 	defer m.Close()
 	ts := m.NewToolSearch()
