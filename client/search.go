@@ -15,7 +15,9 @@ import (
 //
 // The index trails the View by the time an event takes to arrive (events
 // are delivered in order by one goroutine); Sync catches up at once, at the
-// cost of a walk of the whole View.
+// cost of a walk of the whole View. Should the follower ever fall 256
+// events behind, the Manager drops events for it, and it learns so, and
+// walks the View, with the next event it gets.
 type ToolSearch struct {
 	m      *Manager
 	index  *toolsearch.Index
