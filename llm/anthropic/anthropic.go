@@ -82,7 +82,8 @@ func Tools(tools []snapshot.Tool) ([]sdk.ToolUnionParam, []llm.Report) {
 	out := make([]sdk.ToolUnionParam, 0, len(tools))
 	var reports []llm.Report
 	for _, t := range tools {
-		p, r := toolParam(t)
+		def := t.Definition()
+		p, r := toolParam(schemaTool{name: t.Qualified(), desc: def.Description, schema: toolsearch.InputSchema(def)})
 		out = append(out, sdk.ToolUnionParam{OfTool: &p})
 		if !r.OK() {
 			reports = append(reports, r)
@@ -141,15 +142,9 @@ type schemaTool struct {
 	schema     map[string]any
 }
 
-func toolParam(t any) (sdk.ToolParam, llm.Report) {
-	var st schemaTool
-	switch t := t.(type) {
-	case snapshot.Tool:
-		def := t.Definition()
-		st = schemaTool{name: t.Qualified(), desc: def.Description, schema: toolsearch.InputSchema(def)}
-	case schemaTool:
-		st = t
-	}
+// toolParam is the tool param of one tool: its schema as written, in the
+// SDK's shape (properties and required apart, the rest as extra fields).
+func toolParam(st schemaTool) (sdk.ToolParam, llm.Report) {
 	r := llm.Report{Tool: st.name}
 	schema := llm.ObjectSchema(st.schema)
 	if schema["type"] != "object" {
