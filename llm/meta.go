@@ -105,7 +105,7 @@ func (m *MetaTools) Handle(ctx context.Context, name string, args map[string]any
 	case m.names[1]:
 		return m.CallHandler()(ctx, args)
 	}
-	return nil, fmt.Errorf("llm: %q is not a meta-tool", name)
+	return nil, fmt.Errorf("mcpfleet: llm: %q is not a meta-tool", name)
 }
 
 // FoundTool is one tool search_tools returns, in its structured content.

@@ -47,7 +47,7 @@ func ParseMode(s string) (Mode, error) {
 			return Mode(i), nil
 		}
 	}
-	return 0, fmt.Errorf("toolsearch: unknown mode %q (want bm25, exact or regexp)", s)
+	return 0, fmt.Errorf("mcpfleet: toolsearch: unknown mode %q (want bm25, exact or regexp)", s)
 }
 
 // Hint is a set of promises a tool's annotations make. MCP's defaults
@@ -130,7 +130,7 @@ func (x *Index) Search(q Query) ([]Hit, error) {
 	if q.Mode == ModeRegexp {
 		var err error
 		if re, err = regexp.Compile(q.Text); err != nil {
-			return nil, fmt.Errorf("toolsearch: query: %w", err)
+			return nil, fmt.Errorf("mcpfleet: toolsearch: query: %w", err)
 		}
 	}
 	f := filter{require: q.Require}
@@ -156,7 +156,7 @@ func (x *Index) Search(q Query) ([]Hit, error) {
 	case ModeBM25:
 		return x.rankLocked(q.Text, f, k), nil
 	}
-	return nil, fmt.Errorf("toolsearch: query: unknown mode %v", q.Mode)
+	return nil, fmt.Errorf("mcpfleet: toolsearch: query: unknown mode %v", q.Mode)
 }
 
 type filter struct {

@@ -403,7 +403,7 @@ func (a *Adapter) ConverseChat(ctx context.Context, c *sdk.Client, params sdk.Ch
 			return nil, params.Messages, err
 		}
 		if len(comp.Choices) == 0 {
-			return comp, params.Messages, fmt.Errorf("llm/openai: a completion with no choice")
+			return comp, params.Messages, fmt.Errorf("mcpfleet: openai: a completion with no choice")
 		}
 		params.Messages = append(params.Messages, comp.Choices[0].Message.ToParam())
 		msgs, ok := a.ChatRespond(ctx, comp)
