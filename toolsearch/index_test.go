@@ -324,3 +324,24 @@ func TestSelect(t *testing.T) {
 		t.Fatalf("pinned over Max: %+v", sel)
 	}
 }
+
+func TestParseMode(t *testing.T) {
+	for _, m := range []Mode{ModeBM25, ModeExact, ModeRegexp} {
+		if got, err := ParseMode(strings.ToUpper(m.String())); err != nil || got != m {
+			t.Errorf("ParseMode(%s) = %v, %v", m, got, err)
+		}
+	}
+	if m, err := ParseMode(""); err != nil || m != ModeBM25 {
+		t.Errorf("ParseMode(\"\") = %v, %v", m, err)
+	}
+	if _, err := ParseMode("fuzzy"); err == nil || !strings.HasPrefix(err.Error(), "mcpfleet: toolsearch: ") {
+		t.Errorf("ParseMode(fuzzy): %v", err)
+	}
+	if Mode(9).String() != "Mode(9)" {
+		t.Error(Mode(9).String())
+	}
+	x := New()
+	if _, err := x.Search(Query{Text: "x", Mode: Mode(9)}); err == nil {
+		t.Error("an unknown mode searched")
+	}
+}
