@@ -484,7 +484,7 @@ func startError(spec Spec, path string, err error) error {
 	case errors.Is(err, fs.ErrPermission), isExecFormatError(err):
 		return fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
 	}
-	return fmt.Errorf("mcpfleet: stdio: start %s: %w", spec, err)
+	return spawnError(spec, err)
 }
 
 func closeFiles(files ...*os.File) {

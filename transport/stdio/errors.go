@@ -38,12 +38,15 @@ var (
 // spawnError is the error of a Dial whose spawn failed (making the pipes,
 // starting the process or its guard): if the host is out of file
 // descriptors, processes or memory, one that wraps ErrOutOfResources and
-// says what ran out; otherwise err, naming the command.
+// says what ran out; otherwise err, naming the command. It names the
+// command only, never its arguments or environment: tokens are often
+// passed as arguments (--api-key=...), and the error reaches the Manager's
+// status, events and logs.
 func spawnError(spec Spec, err error) error {
 	if failure.Exhausted(err) {
 		return fmt.Errorf("%w: %s: start %s: %w", ErrOutOfResources, ranOut(err), spec.Command, err)
 	}
-	return fmt.Errorf("mcpfleet: stdio: start %s: %w", spec, err)
+	return fmt.Errorf("mcpfleet: stdio: start %s: %w", spec.Command, err)
 }
 
 // errTailLines and errTailBytes bound the stderr quoted in an ExitError's
