@@ -40,7 +40,7 @@ import (
 type Conn struct {
 	spec   Spec
 	opts   options
-	origin string // the server URL's: the Authorizer's credentials go only there
+	origin string       // the server URL's: the Authorizer's credentials go only there
 	log    *slog.Logger // redacts every URL
 
 	pool *nethttp.Transport // this Conn's own connections
