@@ -135,6 +135,11 @@ func (a *Authorizer) discover(ctx context.Context, ch challenge) (*discovery, er
 			return nil, fmt.Errorf("mcpfleet: oauth: protected resource metadata %s names no authorization server", redact.URL(u))
 		}
 		issuer := a.chooseIssuer(ctx, prm.AuthorizationServers)
+		// Not even its metadata is asked of an authorization server the
+		// client holds no credentials for.
+		if err := a.admitIssuer(ctx, issuer); err != nil {
+			return nil, err
+		}
 		if err := a.guard.checkURL(ctx, "authorization server", issuer); err != nil {
 			return nil, err
 		}

@@ -41,6 +41,15 @@ func (a *Authorizer) chooseIssuer(ctx context.Context, listed []string) string {
 	return listed[0]
 }
 
+// admitIssuer refuses issuer, before anything is asked of it, when the
+// client knows another one (pinned or remembered).
+func (a *Authorizer) admitIssuer(ctx context.Context, issuer string) error {
+	if known := a.knownIssuer(ctx); known != "" && !sameIssuer(known, issuer) {
+		return &IssuerChangedError{Known: known, Seen: issuer, Pinned: a.cfg.Issuer != ""}
+	}
+	return nil
+}
+
 // bindIssuer is the gate before anything of the client's goes to the
 // authorization server issuer (a registration, a client secret or
 // assertion, an ID token, the user): issuer must be the pinned one, or,
