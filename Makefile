@@ -15,6 +15,7 @@ test: npm conformance-npm vet crossbuild
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd otel && $(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 10s ./client/
+	$(GO) test -run '^$$' -fuzz FuzzURL -fuzztime 10s ./internal/redact/
 
 vet:
 	$(GO) mod tidy -diff

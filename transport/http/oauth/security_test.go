@@ -351,9 +351,13 @@ const clientSecret = "CLIENT-SECRET-c9"
 // another, the client refuses with an error naming both, and that one gets
 // nothing, not even a metadata request, until the host consents.
 func TestIssuerRemembered(t *testing.T) {
+	t.Run("file store", func(t *testing.T) { testIssuerRemembered(t, oauth.NewFileStore(t.TempDir()+"/tokens.json")) })
+	t.Run("memory store", func(t *testing.T) { testIssuerRemembered(t, oauth.NewMemoryStore()) })
+}
+
+func testIssuerRemembered(t *testing.T, store oauth.TokenStore) {
 	legit := oauthtest.Start(t, oauthtest.Options{Clients: map[string]string{"svc": clientSecret}})
 	evil := oauthtest.Start(t, oauthtest.Options{Clients: map[string]string{"svc": clientSecret}})
-	store := oauth.NewFileStore(t.TempDir() + "/tokens.json")
 	cfg := oauth.Config{Grant: oauth.ClientCredentials, ClientID: "svc", ClientSecret: clientSecret}
 	a, err := oauth.New(legit.URL(), "s", cfg, oauth.WithStore(store))
 	if err != nil {
@@ -367,7 +371,8 @@ func TestIssuerRemembered(t *testing.T) {
 	}
 
 	// The server now names another authorization server. A new
-	// Authorizer on the same store (the host restarted) refuses it too.
+	// Authorizer on the same store (a new Manager, or, with the file
+	// store, a restarted host) refuses it too.
 	legit.SetAuthorizationServers(evil.Issuer())
 	for i, a := range []*oauth.Authorizer{a, mustNew(t, legit.URL(), cfg, oauth.WithStore(store))} {
 		req := request(t, legit.URL())
