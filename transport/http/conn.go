@@ -10,6 +10,14 @@
 // and the server forgetting the session. Each Conn has its own HTTP
 // connection pool, closed with it, so a dial after a server restart never
 // inherits a dead keep-alive connection.
+//
+// Credentials stay with the server's origin (scheme, host and port): a
+// redirect to another origin, https to http included, is refused
+// (ErrCrossOriginRedirect), so neither the Authorizer's token nor the
+// spec's headers nor a request's body ever reach it; the Authorizer is
+// asked only for requests to the server's origin. Every error a Conn
+// returns, and every record it and mcp-go under it log, has the URLs in it
+// redacted: userinfo and query values (an api_key=...) replaced.
 package http
 
 import (

@@ -39,7 +39,9 @@ func (k Kind) String() string {
 // Spec says how to reach one MCP server over HTTP.
 type Spec struct {
 	// URL is the server's endpoint: the MCP endpoint for StreamableHTTP
-	// (often .../mcp), the event stream for SSE (often .../sse).
+	// (often .../mcp), the event stream for SSE (often .../sse). Its query
+	// values may be secrets (an api_key): String, LogValue, errors and logs
+	// show them as xxxxx. Userinfo is refused: use Headers.
 	URL string
 	// Headers are sent with every request, Authorization included. Their
 	// values are secrets: String, LogValue and errors never show them.

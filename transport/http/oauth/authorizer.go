@@ -216,8 +216,10 @@ func (a *Authorizer) Pending() string {
 	return a.pending.url
 }
 
-// Forget deletes the stored token and client registration and drops the
-// authorization in progress.
+// Forget deletes the stored token, client registration and remembered
+// issuer, and drops the authorization in progress. The next discovery
+// remembers the authorization server it finds: like TrustIssuer, a
+// consent to an issuer change, but to whichever the server names then.
 func (a *Authorizer) Forget(ctx context.Context) error {
 	a.mu.Lock()
 	a.loaded = true
