@@ -247,6 +247,10 @@ func (c *Conn) Err() error {
 // and when the connection died meanwhile. A server that offers no stream is
 // not an error, but then a restart shows only at the next call.
 func (c *Conn) Ready(ctx context.Context, cl *mcpclient.Client) error {
+	return c.redact(c.ready(ctx, cl))
+}
+
+func (c *Conn) ready(ctx context.Context, cl *mcpclient.Client) error {
 	if c.spec.Kind == SSE {
 		return c.Err()
 	}
@@ -438,7 +442,7 @@ func (c *Conn) listenLocked(cl *mcpclient.Client, filter mcp.SubscriptionFilter,
 // Ready then listens for; it does nothing on the older protocol (use
 // resources/subscribe there) and for SSE.
 func (c *Conn) SubscribeResource(ctx context.Context, cl *mcpclient.Client, uri string) error {
-	return c.changeResources(ctx, cl, uri, true)
+	return c.redact(c.changeResources(ctx, cl, uri, true))
 }
 
 // UnsubscribeResource removes uri from the resource subscriptions of the
@@ -446,7 +450,7 @@ func (c *Conn) SubscribeResource(ctx context.Context, cl *mcpclient.Client, uri 
 // SubscribeResource does. Once it returns, the stream carries no more
 // updates for uri.
 func (c *Conn) UnsubscribeResource(ctx context.Context, cl *mcpclient.Client, uri string) error {
-	return c.changeResources(ctx, cl, uri, false)
+	return c.redact(c.changeResources(ctx, cl, uri, false))
 }
 
 func (c *Conn) changeResources(ctx context.Context, cl *mcpclient.Client, uri string, subscribe bool) error {
