@@ -186,8 +186,8 @@ func (a *Authorizer) checkEndpoints(ctx context.Context, asm *oauthex.AuthServer
 		{"token endpoint", asm.TokenEndpoint},
 		{"registration endpoint", asm.RegistrationEndpoint},
 	} {
-		if err := a.guard.checkURL(ctx, e.what, e.url); err != nil {
-			return fmt.Errorf("mcpfleet: oauth: authorization server metadata: %w", err)
+		if err := a.guard.checkURL(ctx, "the authorization server metadata's "+e.what, e.url); err != nil {
+			return err
 		}
 	}
 	return nil

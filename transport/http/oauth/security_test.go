@@ -285,6 +285,7 @@ func TestDiscoveryRefusesInternalTargetsForRemoteServer(t *testing.T) {
 				if !errors.Is(err, oauth.ErrEndpointRefused) {
 					t.Errorf("%v: err = %v, want ErrEndpointRefused", cfg.Grant, err)
 				}
+				t.Logf("%v: %v", cfg.Grant, err)
 			}
 			if n := plain.hits.Load() + secure.hits.Load() - before; n != 0 {
 				t.Fatalf("%d requests reached the steered target", n)
