@@ -21,6 +21,7 @@ test: npm conformance-npm vet crossbuild
 	cd llm/gemini && $(GO) test -race -count=1 ./...
 	cd examples/agent && $(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 10s ./client/
+	$(GO) test -run '^$$' -fuzz FuzzURL -fuzztime 10s ./internal/redact/
 
 vet:
 	$(GO) mod tidy -diff

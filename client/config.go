@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
@@ -68,7 +69,8 @@ type ServerConfig struct {
 	// clientSecret, scopes, callbackPort or redirectUri, grant
 	// ("authorization_code", "client_credentials"), and
 	// clientMetadataUrl, tokenEndpointAuthMethod, privateKey,
-	// signingAlgorithm, clientName. The names follow Claude Code's and
+	// signingAlgorithm, clientName, and issuer (the authorization server
+	// to pin, see oauth.Config.Issuer). The names follow Claude Code's and
 	// Gemini CLI's oauth blocks where they have one. The client secret and
 	// the private key are secrets.
 	OAuth *oauth.Config
@@ -181,7 +183,7 @@ var (
 	limitsKeys = []string{"maxMessageBytes", "maxCatalogItems", "maxCatalogPages", "notificationRate",
 		"maxServerRequests", "serverRequestRate"}
 	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
-		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName"}
+		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName", "issuer"}
 	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
 		"maxElapsed", "stableAfter", "probeInterval"}
 )
@@ -668,6 +670,8 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 			c.SigningAlgorithm = p.str(server, f, v)
 		case "clientName":
 			c.ClientName = p.str(server, f, v)
+		case "issuer":
+			c.Issuer = p.str(server, f, v)
 		case "grant":
 			g, err := oauth.ParseGrant(p.str(server, f, v))
 			if err != nil {
@@ -832,7 +836,7 @@ func (c ServerConfig) String() string {
 		}
 	}
 	if c.URL != "" {
-		b.WriteString(" " + c.URL)
+		b.WriteString(" " + redact.URL(c.URL))
 	}
 	if len(c.Env) > 0 {
 		b.WriteString(" env=[" + strings.Join(sortedKeys(c.Env), ",") + "]")
@@ -899,7 +903,7 @@ type oauthKey struct {
 	G                                     oauth.Grant
 	ID, Secret, Key, Alg, Method, Meta, N string
 	S                                     []string
-	R                                     string
+	R, I                                  string
 	P                                     int
 }
 
@@ -908,5 +912,5 @@ func newOAuthKey(c *oauth.Config) *oauthKey {
 		return nil
 	}
 	return &oauthKey{c.Grant, c.ClientID, c.ClientSecret, c.PrivateKey, c.SigningAlgorithm,
-		c.TokenEndpointAuthMethod, c.ClientMetadataURL, c.ClientName, c.Scopes, c.RedirectURI, c.CallbackPort}
+		c.TokenEndpointAuthMethod, c.ClientMetadataURL, c.ClientName, c.Scopes, c.RedirectURI, c.Issuer, c.CallbackPort}
 }

@@ -24,8 +24,9 @@ type Authorizer interface {
 }
 
 // WithAuthorizer makes every request of the Conn (the MCP requests, the
-// notification stream, the session DELETE) carry a's credentials, and
-// hands a the server's 401 and 403 answers. A request a says to retry is
+// notification stream, the session DELETE) to the server's origin carry
+// a's credentials, and hands a the server's 401 and 403 answers; a
+// request to any other origin never gets them. A request a says to retry is
 // sent once more; one it fails, fails with its error, marked not sent
 // (IsNotSent): a request the server refused for its credentials did not
 // run.

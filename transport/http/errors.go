@@ -34,6 +34,14 @@ var (
 
 	// ErrClosed is Conn.Err's cause after Close.
 	ErrClosed = errors.New("mcpfleet: http: connection closed")
+
+	// ErrCrossOriginRedirect is wrapped by the error of a request the
+	// server redirected to another origin (another scheme, host or port,
+	// https to http included). The redirect is not followed: the request
+	// carries the server's credentials (the Authorizer's token, the spec's
+	// headers) and its body, which are for the server's origin only.
+	// Redirects within the origin are followed.
+	ErrCrossOriginRedirect = errors.New("mcpfleet: http: redirect to another origin refused")
 )
 
 // staleSessionError is the cause recorded when the server forgot the session.

@@ -497,7 +497,7 @@ func startError(spec Spec, path string, err error) error {
 	case errors.Is(err, fs.ErrPermission), isExecFormatError(err):
 		err = fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
 	}
-	return &Error{Op: "start", Command: spec.Command, Err: err}
+	return spawnError(spec, err)
 }
 
 func closeFiles(files ...*os.File) {

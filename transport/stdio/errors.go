@@ -85,7 +85,10 @@ func (e *Error) Is(target error) bool {
 // spawnError is the error of a Dial whose spawn failed (making the pipes,
 // starting the process or its guard): if the host is out of file
 // descriptors, processes or memory, one that wraps ErrOutOfResources and
-// says what ran out; otherwise err.
+// says what ran out; otherwise err, in an *Error naming the command. It names the
+// command only, never its arguments or environment: tokens are often
+// passed as arguments (--api-key=...), and the error reaches the Manager's
+// status, events and logs.
 func spawnError(spec Spec, err error) error {
 	if failure.Exhausted(err) {
 		err = fmt.Errorf("%w: %s: %w", ErrOutOfResources, ranOut(err), err)

@@ -3,6 +3,8 @@ package oauth
 import (
 	"errors"
 	"fmt"
+
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
 var (
@@ -40,7 +42,61 @@ var (
 	// ErrNotInteractive: Start or Complete on a grant that needs no user
 	// (client credentials, token exchange).
 	ErrNotInteractive = errors.New("mcpfleet: oauth: the grant needs no user")
+
+	// ErrIssuerChanged: the server names another authorization server than
+	// the one pinned in the config (Config.Issuer) or, without a pin, the
+	// one remembered from before with the server's credentials. Nothing
+	// was sent to it. Errors wrapping it are *IssuerChangedError, which
+	// names both. To accept the new one, pin it in the config, or call
+	// Authorizer.TrustIssuer (or Forget).
+	ErrIssuerChanged = errors.New("mcpfleet: oauth: the authorization server changed")
+
+	// ErrPKCEUnsupported: the authorization server's metadata does not list
+	// S256 in code_challenge_methods_supported (or it publishes no metadata
+	// at all while the server publishes protected resource metadata), so
+	// it cannot be shown to enforce PKCE; the MCP authorization spec
+	// (2025-11-25) says a client must then not start an authorization. The
+	// 2025-03-26 fallback, a server that publishes no metadata of any
+	// kind, is that revision's and is still served, with PKCE.
+	ErrPKCEUnsupported = errors.New("mcpfleet: oauth: the authorization server does not support PKCE with S256")
+
+	// ErrEndpointRefused: discovery led to a URL the client does not go
+	// to: not https (plain http only on localhost, for a server on
+	// localhost), on a loopback or private address while the MCP server is
+	// not on one (a server steering the client at the host's own machine
+	// or network), or reached by a redirect to another origin.
+	ErrEndpointRefused = errors.New("mcpfleet: oauth: endpoint refused")
+
+	// ErrUntrustedStore: the token store's file belongs to another user or
+	// is writable by others, so whoever can write it chooses the tokens
+	// and the endpoints the client uses. It is neither read nor replaced.
+	ErrUntrustedStore = errors.New("mcpfleet: oauth: token store not trusted")
 )
+
+// IssuerChangedError says that the server names another authorization
+// server than the one the client holds credentials for. It matches
+// ErrIssuerChanged.
+type IssuerChangedError struct {
+	// Known is the issuer pinned in the config or remembered.
+	Known string
+	// Seen is the issuer the server names now.
+	Seen string
+	// Pinned is true when Known is the config's pin.
+	Pinned bool
+}
+
+func (e *IssuerChangedError) Error() string {
+	if e.Pinned {
+		return fmt.Sprintf("%s: the server names authorization server %q, not the pinned issuer %q; nothing was sent to it",
+			ErrIssuerChanged, redact.URL(e.Seen), redact.URL(e.Known))
+	}
+	return fmt.Sprintf("%s: the server now names authorization server %q, not %q as before; nothing was sent to it: "+
+		"to accept it, pin it in the config (oauth.issuer) or trust it (Authorizer.TrustIssuer)",
+		ErrIssuerChanged, redact.URL(e.Seen), redact.URL(e.Known))
+}
+
+// Is makes errors.Is(err, ErrIssuerChanged) true.
+func (e *IssuerChangedError) Is(target error) bool { return target == ErrIssuerChanged }
 
 // NeedsAuthorizationError says that the user must authorize the client
 // before the server can be used, and where. It matches
