@@ -97,7 +97,7 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 	began := m.opts.clock.Now()
 	fail := func(step string, err error) dialResult {
 		l.cancel()
-		err = explain(conn, err)
+		err = explain(conn, plain(err))
 		*failed = append(*failed, conn)
 		res := dialResult{stderr: stderrOf(conn)}
 		if step == "start" || step == "initialize" {

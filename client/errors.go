@@ -59,8 +59,9 @@ var (
 	// ErrNeedsAuthorization: the server waits for the user to authorize
 	// the client (state NeedsAuthorization). Calls fail fast with it, inside
 	// an *AuthorizationError, until CompleteAuthorization (or
-	// AuthorizeLoopback) is done; nothing is dialled meanwhile.
-	ErrNeedsAuthorization = errors.New("needs authorization")
+	// AuthorizeLoopback) is done; nothing is dialled meanwhile. It is
+	// oauth.ErrNeedsAuthorization, defined once.
+	ErrNeedsAuthorization = oauth.ErrNeedsAuthorization
 	// ErrTooManyTimeouts is the cause recorded when consecutive call
 	// timeouts made the manager give up on a connection.
 	ErrTooManyTimeouts = errors.New("too many consecutive timeouts")
@@ -230,8 +231,7 @@ func tooLarge(err error) *MessageTooLargeError {
 // AuthorizationError reports a server that needs the user to authorize the
 // client: it has no token, its refresh token was refused, or it asks for
 // more scope (step-up). It comes inside a *ServerError; errors.Is(err,
-// ErrNeedsAuthorization) is true, and so is errors.Is(err,
-// oauth.ErrNeedsAuthorization). Its message says what to do, never the URL.
+// ErrNeedsAuthorization) is true. Its message says what to do, never the URL.
 type AuthorizationError struct {
 	// URL is where the user authorizes the client; StartAuthorization
 	// returns it too. Empty if none could be made (Cause says why).

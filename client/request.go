@@ -366,6 +366,7 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 			return res, nil
 		}
 		cause = err
+		err = plain(err)
 		if needsUser(err) && ctx.Err() == nil {
 			// Not run: the server refused the credentials, and only the
 			// user can give better ones.

@@ -39,6 +39,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/frame"
+	"github.com/mcpfleet/mcpfleet/internal/quiet"
 	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
@@ -119,7 +120,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		ExpectContinueTimeout: time.Second,
 	}
 	if err := probe(ctx, dialer, pool, spec.URL); err != nil {
-		return nil, redact.Error(fmt.Errorf("mcpfleet: http: dial %s: %w", redact.URL(spec.URL), err), spec.URL)
+		return nil, redact.Error(&Error{Op: "dial", URL: redact.URL(spec.URL), Err: err}, spec.URL)
 	}
 	u, _ := url.Parse(spec.URL) // Validate parsed it
 	// Every record the Conn and mcp-go under it write goes through the
@@ -154,7 +155,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		sseOpts := []transport.ClientOption{
 			transport.WithHTTPClient(httpClient),
 			transport.WithHeaders(headers),
-			transport.WithSSELogger(logger),
+			transport.WithSSELogger(quiet.Debug(logger)),
 		}
 		if spec.Timeout > 0 {
 			sseOpts = append(sseOpts, transport.WithResponseTimeout(spec.Timeout))
@@ -162,14 +163,14 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		t, err := transport.NewSSE(spec.URL, sseOpts...)
 		if err != nil {
 			c.release()
-			return nil, c.redact(fmt.Errorf("mcpfleet: http: %w", err))
+			return nil, c.redact(fmt.Errorf("http: %w", err))
 		}
 		c.tr = &sseTransport{SSE: t, c: c}
 	default:
 		t, err := transport.NewStreamableHTTP(spec.URL,
 			transport.WithHTTPBasicClient(httpClient),
 			transport.WithHTTPHeaders(headers),
-			transport.WithHTTPLogger(logger),
+			transport.WithHTTPLogger(quiet.Debug(logger)),
 			// Continuous listening is what makes mcp-go open the GET stream
 			// on the older protocol. mcp-go would take it to rule out
 			// 2026-07-28, so streamableTransport hides that; on 2026-07-28
@@ -178,7 +179,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		)
 		if err != nil {
 			c.release()
-			return nil, c.redact(fmt.Errorf("mcpfleet: http: %w", err))
+			return nil, c.redact(fmt.Errorf("http: %w", err))
 		}
 		c.tr = &streamableTransport{StreamableHTTP: t, c: c}
 	}
@@ -266,10 +267,10 @@ func (c *Conn) ready(ctx context.Context, cl *mcpclient.Client) error {
 		case streamOpen:
 			return nil
 		case streamEnded:
-			return fmt.Errorf("mcpfleet: http: notification stream: %w", why)
+			return fmt.Errorf("http: notification stream: %w", why)
 		case streamRefused:
 			if IsUnsupportedProtocol(why) {
-				return fmt.Errorf("mcpfleet: http: subscriptions/listen: %w", why)
+				return fmt.Errorf("http: subscriptions/listen: %w", why)
 			}
 			c.log.Info("mcpfleet: server offers no notification stream; a restart will show at the next call",
 				"protocol", cl.ProtocolVersion(), "why", why)
@@ -459,7 +460,7 @@ func (c *Conn) changeResources(ctx context.Context, cl *mcpclient.Client, uri st
 	}
 	if subscribe {
 		if caps := cl.GetServerCapabilities(); caps.Resources == nil || !caps.Resources.Subscribe {
-			return fmt.Errorf("mcpfleet: http: subscribe to %s: %w", uri, errNoResourceSubscriptions)
+			return fmt.Errorf("http: subscribe to %s: %w", uri, errNoResourceSubscriptions)
 		}
 	}
 	c.listenMu.Lock()
@@ -514,7 +515,7 @@ func (c *Conn) awaitListen(ctx context.Context, r *listenRun) error {
 				return nil
 			}
 			if r.err != nil {
-				err := fmt.Errorf("mcpfleet: http: subscriptions/listen: %w", r.err)
+				err := fmt.Errorf("http: subscriptions/listen: %w", r.err)
 				if r.rollback != nil {
 					// Refused: return once the stream is back as it was.
 					select {
@@ -592,7 +593,7 @@ func (c *Conn) redact(err error) error { return redact.Error(err, c.spec.URL) }
 
 // fail closes Done with err, once.
 func (c *Conn) fail(err error) {
-	err = c.redact(err)
+	err = c.redact(&Error{URL: redact.URL(c.spec.URL), Err: err})
 	c.failOnce.Do(func() {
 		c.errMu.Lock()
 		c.err = err
@@ -690,6 +691,7 @@ type sseTransport struct {
 // Start gets).
 func (t *sseTransport) Start(ctx context.Context) error {
 	streamCtx, cancel := context.WithCancel(t.c.life)
+	streamCtx, ex := withExchange(streamCtx)
 	stop := context.AfterFunc(ctx, cancel)
 	err := t.SSE.Start(streamCtx)
 	if !stop() && err == nil {
@@ -698,7 +700,8 @@ func (t *sseTransport) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		cancel()
-		return t.c.redact(err)
+		// The stream's GET is the legacy transport's handshake.
+		return t.c.redact(t.c.describe(ctx, ex, true, err))
 	}
 	context.AfterFunc(t.c.life, cancel)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/failure"
+	seam "github.com/mcpfleet/mcpfleet/transport"
 )
 
 var (
@@ -15,14 +16,14 @@ var (
 	// 2026-07-28 subscriptions/listen stream, the older protocol's GET
 	// stream, or the legacy SSE stream) broke off: the server restarted,
 	// went away, or dropped us.
-	ErrStreamLost = errors.New("mcpfleet: http: notification stream lost")
+	ErrStreamLost = errors.New("notification stream lost")
 
 	// ErrStaleSession is Conn.Err's cause when the server answered a request
 	// on our session with HTTP 404, or with HTTP 400 and JSON-RPC -32000
 	// "No valid session ID": it no longer knows the session, typically
 	// because it restarted. Errors wrapping it also match
 	// transport.ErrSessionTerminated.
-	ErrStaleSession = errors.New("mcpfleet: http: stale session")
+	ErrStaleSession = errors.New("stale session")
 
 	// ErrNotSent is wrapped by the error of a request that provably never
 	// reached the server: nothing of it was written (a failed dial, a
@@ -30,18 +31,21 @@ var (
 	// request went out). The server cannot have run it, so it is safe to
 	// send again, whatever it does. A request that failed after it was
 	// written does not wrap it: its outcome is unknown.
-	ErrNotSent = errors.New("mcpfleet: http: request not sent")
+	ErrNotSent = seam.ErrNotSent
 
-	// ErrClosed is Conn.Err's cause after Close.
-	ErrClosed = errors.New("mcpfleet: http: connection closed")
+	// ErrClosed is Conn.Err's cause after Close. It is transport.ErrClosed,
+	// which every transport shares.
+	ErrClosed = seam.ErrClosed
 
 	// ErrCrossOriginRedirect is wrapped by the error of a request the
 	// server redirected to another origin (another scheme, host or port,
 	// https to http included). The redirect is not followed: the request
 	// carries the server's credentials (the Authorizer's token, the spec's
 	// headers) and its body, which are for the server's origin only.
-	// Redirects within the origin are followed.
-	ErrCrossOriginRedirect = errors.New("mcpfleet: http: redirect to another origin refused")
+	// Redirects within the origin are followed. During a server's
+	// handshake it comes inside an *Error that matches
+	// transport.ErrMisconfigured: the URL is not the one to use.
+	ErrCrossOriginRedirect = errors.New("redirect to another origin refused")
 )
 
 // staleSessionError is the cause recorded when the server forgot the session.

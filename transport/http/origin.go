@@ -23,7 +23,7 @@ func origin(u *url.URL) string { return netguard.Origin(u) }
 // fails the request with ErrCrossOriginRedirect.
 func checkRedirect(req *nethttp.Request, via []*nethttp.Request) error {
 	if len(via) >= maxRedirects {
-		return fmt.Errorf("mcpfleet: http: stopped after %d redirects", maxRedirects)
+		return fmt.Errorf("http: stopped after %d redirects", maxRedirects)
 	}
 	from, to := origin(via[0].URL), origin(req.URL)
 	if from != to {

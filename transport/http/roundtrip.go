@@ -59,6 +59,7 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		}
 		return nil, err
 	}
+	record(req, resp)
 	if resp.StatusCode == nethttp.StatusNotFound && rt.sessionless(req) {
 		resp = answer404(resp)
 	}
@@ -107,6 +108,7 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		}
 		return nil, err
 	}
+	record(req, resp)
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode == nethttp.StatusOK && mediaType == "text/event-stream" {
 		c.stream.set(streamOpen, nil)

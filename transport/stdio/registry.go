@@ -153,7 +153,8 @@ type registryOptions struct {
 
 // WithRegistryLogger sets the logger for what the Registry does: each
 // group it ends or leaves alone, a file it ignores and why, a write that
-// failed. Defaults to slog.Default(). A nil logger discards.
+// failed. Defaults to discarding (the package writes nothing to the
+// host's stdout or stderr by itself). A nil logger discards.
 func WithRegistryLogger(l *slog.Logger) RegistryOption {
 	return func(o *registryOptions) {
 		if l == nil {
@@ -195,7 +196,7 @@ func WithSweepGrace(d time.Duration) RegistryOption {
 // its own groups only, so a later sweep can miss the groups of one of
 // them, but never signals those of a host that runs.
 func OpenRegistry(path string, opts ...RegistryOption) (*Registry, error) {
-	o := registryOptions{logger: slog.Default(), grace: DefaultSweepGrace}
+	o := registryOptions{logger: slog.New(slog.DiscardHandler), grace: DefaultSweepGrace}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -110,7 +110,8 @@ func WithHTTPClient(c *http.Client) Option {
 	}
 }
 
-// WithLogger sets the logger. Defaults to slog.Default(); nil discards.
+// WithLogger sets the logger. Defaults to discarding (the package writes
+// nothing to the host's stdout or stderr by itself); nil discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(a *Authorizer) {
 		if l == nil {
@@ -138,7 +139,7 @@ func New(serverURL, key string, cfg Config, opts ...Option) (*Authorizer, error)
 	}
 	u, err := url.Parse(serverURL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("mcpfleet: oauth: server URL %q is not an absolute URL", redact.URL(serverURL))
+		return nil, fmt.Errorf("oauth: server URL %q is not an absolute URL", redact.URL(serverURL))
 	}
 	a := &Authorizer{
 		cfg:      cfg,
@@ -146,7 +147,7 @@ func New(serverURL, key string, cfg Config, opts ...Option) (*Authorizer, error)
 		resource: serverURL,
 		origin:   netguard.Origin(u),
 		store:    NewMemoryStore(),
-		log:      slog.Default(),
+		log:      slog.New(slog.DiscardHandler),
 		now:      time.Now,
 		stepUps:  map[string]int{},
 		guard:    newGuard(serverURL, cfg.Issuer, cfg.IdPTokenEndpoint),
@@ -161,7 +162,7 @@ func New(serverURL, key string, cfg Config, opts ...Option) (*Authorizer, error)
 	if cfg.PrivateKey != "" {
 		s, err := parseSigner(cfg.PrivateKey, cfg.SigningAlgorithm)
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: privateKey: %w", err)
+			return nil, fmt.Errorf("oauth: privateKey: %w", err)
 		}
 		a.signer = s
 	}
@@ -548,7 +549,7 @@ func (a *Authorizer) clientCredentials(ctx context.Context, d *discovery, c *Cli
 	if c.AuthMethod == "private_key_jwt" {
 		as, err := a.signer.assertion(c.ID, d.asm.Issuer, a.now())
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: client assertion: %w", err)
+			return nil, fmt.Errorf("oauth: client assertion: %w", err)
 		}
 		cc.ClientSecret = ""
 		cc.EndpointParams["client_assertion_type"] = []string{clientAssertionType}
@@ -574,7 +575,7 @@ const grantTypeJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 func (a *Authorizer) tokenExchange(ctx context.Context, d *discovery, c *Client, scopes []string) (*oauth2.Token, error) {
 	idToken, err := a.cfg.IDToken(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: ID token: %w", err)
+		return nil, fmt.Errorf("oauth: ID token: %w", err)
 	}
 	idp := &oauthex.ClientCredentials{ClientID: a.cfg.IdPClientID}
 	if a.cfg.IdPClientSecret != "" {

@@ -146,7 +146,7 @@ func (c Config) Redirect() string {
 // Validate reports the first problem with c, naming the field.
 func (c Config) Validate() error {
 	fail := func(field, format string, args ...any) error {
-		return fmt.Errorf("mcpfleet: oauth: %s: %s", field, fmt.Sprintf(format, args...))
+		return fmt.Errorf("oauth: %s: %s", field, fmt.Sprintf(format, args...))
 	}
 	switch c.Grant {
 	case AuthorizationCode:

@@ -102,7 +102,7 @@ func parseChallenge(h http.Header) challenge {
 func (a *Authorizer) discover(ctx context.Context, ch challenge) (*discovery, error) {
 	server, err := url.Parse(a.resource)
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: server URL: %w", redact.Error(err, a.resource))
+		return nil, fmt.Errorf("oauth: server URL: %w", redact.Error(err, a.resource))
 	}
 	origin := &url.URL{Scheme: server.Scheme, Host: server.Host}
 	var candidates []string
@@ -122,7 +122,7 @@ func (a *Authorizer) discover(ctx context.Context, ch challenge) (*discovery, er
 		var prm oauthex.ProtectedResourceMetadata
 		found, err := a.getJSON(ctx, "protected resource metadata", u, &prm)
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: protected resource metadata %s: %w", redact.URL(u), err)
+			return nil, fmt.Errorf("oauth: protected resource metadata %s: %w", redact.URL(u), err)
 		}
 		if !found {
 			continue
@@ -132,7 +132,7 @@ func (a *Authorizer) discover(ctx context.Context, ch challenge) (*discovery, er
 				redact.URL(u), redact.URL(prm.Resource), redact.URL(a.resource))
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("mcpfleet: oauth: protected resource metadata %s names no authorization server", redact.URL(u))
+			return nil, fmt.Errorf("oauth: protected resource metadata %s names no authorization server", redact.URL(u))
 		}
 		issuer := a.chooseIssuer(ctx, prm.AuthorizationServers)
 		// Not even its metadata is asked of an authorization server the
@@ -145,7 +145,7 @@ func (a *Authorizer) discover(ctx context.Context, ch challenge) (*discovery, er
 		}
 		asm, err := auth.GetAuthServerMetadata(ctx, issuer, a.hc)
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: authorization server metadata: %w", redact.Error(err))
+			return nil, fmt.Errorf("oauth: authorization server metadata: %w", redact.Error(err))
 		}
 		d := &discovery{resource: prm.Resource, prm: &prm, asm: asm, published: asm != nil}
 		if asm == nil {
@@ -163,7 +163,7 @@ func (a *Authorizer) discover(ctx context.Context, ch challenge) (*discovery, er
 	var asm oauthex.AuthServerMeta
 	found, err := a.getJSON(ctx, "authorization server metadata", origin.String()+"/.well-known/oauth-authorization-server", &asm)
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: authorization server metadata: %w", err)
+		return nil, fmt.Errorf("oauth: authorization server metadata: %w", err)
 	}
 	d := &discovery{resource: a.resource, asm: fallbackEndpoints(origin.String()), legacy: !found, published: found}
 	if found {

@@ -195,7 +195,7 @@ func proxied(raw string) bool {
 // credentials, and a redirect elsewhere is how a server would steer them.
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
-		return fmt.Errorf("mcpfleet: oauth: stopped after %d redirects", maxRedirects)
+		return fmt.Errorf("oauth: stopped after %d redirects", maxRedirects)
 	}
 	if from, to := netguard.Origin(via[0].URL), netguard.Origin(req.URL); from != to {
 		return fmt.Errorf("%w: redirect from %s to %s", ErrEndpointRefused, from, to)

@@ -114,7 +114,7 @@ func (a *Authorizer) clientFor(ctx context.Context, d *discovery) (*Client, erro
 	}
 	a.mu.Unlock()
 	if d.asm.RegistrationEndpoint == "" {
-		return nil, fmt.Errorf("mcpfleet: oauth: %w", errNoClient)
+		return nil, fmt.Errorf("oauth: %w", errNoClient)
 	}
 	meta := &oauthex.ClientRegistrationMetadata{
 		RedirectURIs:  []string{a.cfg.Redirect()},
@@ -130,7 +130,7 @@ func (a *Authorizer) clientFor(ctx context.Context, d *discovery) (*Client, erro
 	}
 	reg, err := oauthex.RegisterClient(ctx, d.asm.RegistrationEndpoint, meta, a.hc)
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: dynamic client registration: %w", redact.Error(err))
+		return nil, fmt.Errorf("oauth: dynamic client registration: %w", redact.Error(err))
 	}
 	c := &Client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: reg.TokenEndpointAuthMethod,
 		Issuer: d.asm.Issuer, RedirectURI: a.cfg.Redirect(), Registered: true}
@@ -191,7 +191,7 @@ func (a *Authorizer) Complete(ctx context.Context, redirect string) error {
 	}
 	if r.Iss != "" || p.issParam {
 		if r.Iss != p.issuer && !(r.Iss == "" && !p.issParam) {
-			return fmt.Errorf("mcpfleet: oauth: the redirect's issuer %q is not the authorization server %q (RFC 9207)", r.Iss, p.issuer)
+			return fmt.Errorf("oauth: the redirect's issuer %q is not the authorization server %q (RFC 9207)", r.Iss, p.issuer)
 		}
 	}
 	ectx, cancel := a.detached(ctx)
@@ -254,14 +254,14 @@ func (r Redirect) Format(f fmt.State, _ rune) { fmt.Fprint(f, r.String()) }
 func ParseRedirect(s string) (Redirect, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return Redirect{}, errors.New("mcpfleet: oauth: empty redirect")
+		return Redirect{}, errors.New("oauth: empty redirect")
 	}
 	query := ""
 	switch {
 	case strings.Contains(s, "://"):
 		u, err := url.Parse(s)
 		if err != nil {
-			return Redirect{}, errors.New("mcpfleet: oauth: the redirect is not a URL")
+			return Redirect{}, errors.New("oauth: the redirect is not a URL")
 		}
 		query = u.RawQuery
 	case strings.HasPrefix(s, "?"):
@@ -273,7 +273,7 @@ func ParseRedirect(s string) (Redirect, error) {
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return Redirect{}, errors.New("mcpfleet: oauth: the redirect's query does not parse")
+		return Redirect{}, errors.New("oauth: the redirect's query does not parse")
 	}
 	r := Redirect{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss"), FromURL: true}
 	if e := q.Get("error"); e != "" {
@@ -284,7 +284,7 @@ func ParseRedirect(s string) (Redirect, error) {
 		return r, nil
 	}
 	if r.Code == "" {
-		return Redirect{}, errors.New("mcpfleet: oauth: the redirect carries no code")
+		return Redirect{}, errors.New("oauth: the redirect carries no code")
 	}
 	return r, nil
 }

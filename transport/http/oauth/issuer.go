@@ -105,7 +105,7 @@ func (a *Authorizer) forgetIssuerLocked() {
 func (a *Authorizer) TrustIssuer(ctx context.Context, issuer string) error {
 	u, err := url.Parse(issuer)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return fmt.Errorf("mcpfleet: oauth: trust issuer: %q is not an http(s) URL", redact.URL(issuer))
+		return fmt.Errorf("oauth: trust issuer: %q is not an http(s) URL", redact.URL(issuer))
 	}
 	if pin := a.cfg.Issuer; pin != "" && !sameIssuer(pin, issuer) {
 		return &IssuerChangedError{Known: pin, Seen: issuer, Pinned: true}

@@ -60,11 +60,11 @@ func (a *Authorizer) refreshRequest(ctx context.Context, e *Entry, t *Token) (*o
 	case "private_key_jwt":
 		form.Set("client_id", c.ID)
 		if a.signer == nil {
-			return nil, errors.New("mcpfleet: oauth: refresh: private_key_jwt without a private key")
+			return nil, errors.New("oauth: refresh: private_key_jwt without a private key")
 		}
 		as, err := a.signer.assertion(c.ID, e.Issuer, a.now())
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: client assertion: %w", err)
+			return nil, fmt.Errorf("oauth: client assertion: %w", err)
 		}
 		form.Set("client_assertion_type", clientAssertionType)
 		form.Set("client_assertion", as)

@@ -222,12 +222,12 @@ func (s *FileStore) read() (fileContent, error) {
 		return fileContent{Servers: map[string]*Entry{}}, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return c, fmt.Errorf("oauth: token store: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return c, fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return c, fmt.Errorf("oauth: token store: %w", err)
 	}
 	if why := filetrust.Untrusted(fi); why != "" {
 		return c, fmt.Errorf("%w: %s is %s; it is neither used nor replaced (it must be this user's, mode 0600)",
@@ -235,11 +235,11 @@ func (s *FileStore) read() (fileContent, error) {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxStoreSize))
 	if err != nil {
-		return c, fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return c, fmt.Errorf("oauth: token store: %w", err)
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
 		// The message of a JSON syntax error quotes no content.
-		return c, fmt.Errorf("mcpfleet: oauth: token store %s: %w", s.path, err)
+		return c, fmt.Errorf("oauth: token store %s: %w", s.path, err)
 	}
 	if c.Servers == nil {
 		c.Servers = map[string]*Entry{}
@@ -281,7 +281,7 @@ func (s *FileStore) update(ctx context.Context, change func(*fileContent)) error
 	change(&c)
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	return writeAtomic(s.path, data)
 }
@@ -291,11 +291,11 @@ func (s *FileStore) update(ctx context.Context, change func(*fileContent)) error
 func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -307,21 +307,21 @@ func writeAtomic(path string, data []byte) (err error) {
 	// umask and on systems where it does not.
 	if err := f.Chmod(0o600); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		f.Close()
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync() // not supported everywhere (Windows); the rename stands
