@@ -98,34 +98,12 @@ func (e *ServerError) Error() string {
 	b.WriteString(e.Op)
 	if e.Err != nil {
 		b.WriteString(": ")
-		// One prefix: errors of mcpfleet's transports inside the chain
-		// lose theirs ("dial: stdio: ...", not "dial: mcpfleet: stdio: ...").
-		b.WriteString(unprefixed.Replace(e.Err.Error()))
+		b.WriteString(e.Err.Error())
 	}
 	return b.String()
 }
 
 func (e *ServerError) Unwrap() error { return e.Err }
-
-// causeError is a cause the Manager records or reports (a dial that
-// failed, a connection lost), made of a transport's error: its message
-// drops the transport's "mcpfleet: " prefix, as it is never the outermost.
-type causeError struct {
-	what string
-	err  error
-}
-
-func wrapCause(what string, err error) error { return &causeError{what, err} }
-
-func (e *causeError) Error() string {
-	return e.what + ": " + strings.TrimPrefix(unprefixed.Replace(e.err.Error()), "mcpfleet: ")
-}
-
-func (e *causeError) Unwrap() error { return e.err }
-
-// unprefixed drops the prefix of errors nested in a ServerError's chain, or
-// joined in it line by line.
-var unprefixed = strings.NewReplacer(": mcpfleet: ", ": ", "\nmcpfleet: ", "\n")
 
 // withOp names the operation of a per-server error: it fills in the Op of a
 // *ServerError made below the public method (which knows the operation),

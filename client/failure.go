@@ -199,7 +199,7 @@ func (e *deathError) Unwrap() []error { return []error{e.cause, e.symptom} }
 // connLost is the cause recorded when a Conn's Done channel closed.
 func connLost(c transport.Conn) error {
 	if err := c.Err(); err != nil {
-		return wrapCause("connection lost", err)
+		return fmt.Errorf("connection lost: %w", err)
 	}
 	return fmt.Errorf("connection lost: %w", errConnDone)
 }

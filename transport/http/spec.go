@@ -57,32 +57,32 @@ type Spec struct {
 // Validate reports the first problem with s, naming the field.
 func (s Spec) Validate() error {
 	if s.URL == "" {
-		return errors.New("mcpfleet: http spec: URL: empty")
+		return errors.New("http spec: URL: empty")
 	}
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		// url.Parse's error quotes the URL whole, query and userinfo too.
-		return redact.Error(fmt.Errorf("mcpfleet: http spec: URL: %w", err), s.URL)
+		return redact.Error(fmt.Errorf("http spec: URL: %w", err), s.URL)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("mcpfleet: http spec: URL: scheme %q is not http or https", u.Scheme)
+		return fmt.Errorf("http spec: URL: scheme %q is not http or https", u.Scheme)
 	}
 	if u.Host == "" {
-		return errors.New("mcpfleet: http spec: URL: no host")
+		return errors.New("http spec: URL: no host")
 	}
 	if u.User != nil {
-		return errors.New("mcpfleet: http spec: URL: credentials in the URL are not supported; use Headers")
+		return errors.New("http spec: URL: credentials in the URL are not supported; use Headers")
 	}
 	for name := range s.Headers {
 		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-			return fmt.Errorf("mcpfleet: http spec: Headers: invalid header name %q", name)
+			return fmt.Errorf("http spec: Headers: invalid header name %q", name)
 		}
 	}
 	if s.Timeout < 0 {
-		return fmt.Errorf("mcpfleet: http spec: Timeout: negative (%v)", s.Timeout)
+		return fmt.Errorf("http spec: Timeout: negative (%v)", s.Timeout)
 	}
 	if s.Kind != StreamableHTTP && s.Kind != SSE {
-		return fmt.Errorf("mcpfleet: http spec: Kind: unknown %v", s.Kind)
+		return fmt.Errorf("http spec: Kind: unknown %v", s.Kind)
 	}
 	return nil
 }

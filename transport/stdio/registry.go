@@ -22,7 +22,7 @@ const DefaultSweepGrace = 2 * time.Second
 // ErrRegistryInUse: the state file belongs to a host that is still
 // running. Its groups are that host's live servers, not orphans: they are
 // left alone, and the file is not touched.
-var ErrRegistryInUse = errors.New("mcpfleet: stdio: state file in use by a running host")
+var ErrRegistryInUse = errors.New("stdio: state file in use by a running host")
 
 const (
 	// registryFormat marks a state file as ours; with a version this
@@ -201,7 +201,7 @@ func OpenRegistry(path string, opts ...RegistryOption) (*Registry, error) {
 		opt(&o)
 	}
 	if path == "" {
-		return nil, errors.New("mcpfleet: stdio: state file: path is empty")
+		return nil, errors.New("stdio: state file: path is empty")
 	}
 	r := &Registry{path: path, logger: o.logger, groups: map[int]*registered{}}
 	r.owner.PID = os.Getpid()
@@ -217,7 +217,7 @@ func OpenRegistry(path string, opts ...RegistryOption) (*Registry, error) {
 		return nil, fmt.Errorf("%w: %s (pid %d)", ErrRegistryInUse, path, prev.Owner.PID)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("mcpfleet: stdio: state file %s: %w", path, err)
+		return nil, fmt.Errorf("stdio: state file %s: %w", path, err)
 	}
 	// Take the file over before the sweep, keeping the predecessor's groups
 	// in it until they are dealt with, so that a host that dies in the

@@ -272,12 +272,12 @@ func (r *Registry) appendLocked(rec logRecord) error {
 	r.buf = r.buf[:0]
 	b, err := appendLine(r.buf, rec)
 	if err != nil {
-		return fmt.Errorf("mcpfleet: stdio: state file %s: %w", r.path, err)
+		return fmt.Errorf("stdio: state file %s: %w", r.path, err)
 	}
 	r.buf = b
 	if _, err := r.file.Write(b); err != nil {
 		r.dirty = true
-		return fmt.Errorf("mcpfleet: stdio: state file: %w", err)
+		return fmt.Errorf("stdio: state file: %w", err)
 	}
 	r.records++
 	live := r.liveLocked()
@@ -312,7 +312,7 @@ func (r *Registry) rewriteLocked() error {
 	if r.closed && len(groups) == 0 {
 		r.closeFileLocked()
 		if err := os.Remove(r.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("mcpfleet: stdio: state file: %w", err)
+			return fmt.Errorf("stdio: state file: %w", err)
 		}
 		return nil
 	}
@@ -329,16 +329,16 @@ func (r *Registry) rewriteLocked() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("mcpfleet: stdio: state file %s: %w", r.path, err)
+		return fmt.Errorf("stdio: state file %s: %w", r.path, err)
 	}
 	tmp, err := createTemp(r.path)
 	if err != nil {
-		return fmt.Errorf("mcpfleet: stdio: state file: %w", err)
+		return fmt.Errorf("stdio: state file: %w", err)
 	}
 	if _, err := tmp.Write(b); err != nil {
 		_ = tmp.Close()
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("mcpfleet: stdio: state file: %w", err)
+		return fmt.Errorf("stdio: state file: %w", err)
 	}
 	// Closed first: Windows renames over no file that is open. Should the
 	// rename fail, the next change finds no file open and rewrites.
@@ -346,7 +346,7 @@ func (r *Registry) rewriteLocked() error {
 	f, err := install(tmp, r.path)
 	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("mcpfleet: stdio: state file: %w", err)
+		return fmt.Errorf("stdio: state file: %w", err)
 	}
 	r.file, r.records, r.dirty = f, len(groups), false
 	return nil
