@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
+
 	"github.com/mcpfleet/mcpfleet/transport"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -228,7 +230,7 @@ func TestFleetApplyShape(t *testing.T) {
 	rec := record(m)
 	cfg := &Config{Source: "fleet", Servers: make(map[string]ServerConfig, fleetShapeSize)}
 	for i := range fleetShapeSize {
-		cfg.Servers[fmt.Sprintf("s%04d", i)] = ServerConfig{Command: "fleet-server", Args: []string{fmt.Sprint(i)}, Lazy: true}
+		cfg.Servers[fmt.Sprintf("s%04d", i)] = ServerConfig{Type: "stdio", ServerSpec: ServerSpec{Stdio: &stdio.Spec{Command: "fleet-server", Args: []string{fmt.Sprint(i)}}, Lazy: true}}
 	}
 	res, err := m.Apply(ctx, cfg)
 	if err != nil {
@@ -253,7 +255,7 @@ func TestFleetApplyShape(t *testing.T) {
 		changed.Servers[name] = sc
 	}
 	sc := changed.Servers["s0007"]
-	sc.Args = []string{"changed"}
+	sc.Stdio = &stdio.Spec{Command: "fleet-server", Args: []string{"changed"}}
 	changed.Servers["s0007"] = sc
 	res, err = m.Apply(ctx, changed)
 	if err != nil {

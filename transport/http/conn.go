@@ -92,7 +92,7 @@ type Conn struct {
 
 // Dial checks that the server is reachable and returns a Conn whose
 // transport is not started yet. While nothing listens at spec.URL it fails
-// fast with an error for which IsNotSent is true. The Conn outlives ctx:
+// fast with an error for which isNotSent is true. The Conn outlives ctx:
 // only Close ends it.
 func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	if err := spec.Validate(); err != nil {
@@ -244,7 +244,7 @@ func (c *Conn) Err() error {
 // stream is open since Start.
 //
 // It fails when the server rejects 2026-07-28 at this first real request
-// (IsUnsupportedProtocol is then true: dial again with WithLegacyProtocol),
+// (isUnsupportedProtocol is then true: dial again with WithLegacyProtocol),
 // and when the connection died meanwhile. A server that offers no stream is
 // not an error, but then a restart shows only at the next call.
 func (c *Conn) Ready(ctx context.Context, cl *mcpclient.Client) error {
@@ -269,7 +269,7 @@ func (c *Conn) ready(ctx context.Context, cl *mcpclient.Client) error {
 		case streamEnded:
 			return fmt.Errorf("http: notification stream: %w", why)
 		case streamRefused:
-			if IsUnsupportedProtocol(why) {
+			if isUnsupportedProtocol(why) {
 				return fmt.Errorf("http: subscriptions/listen: %w", why)
 			}
 			c.log.Info("mcpfleet: server offers no notification stream; a restart will show at the next call",
@@ -401,7 +401,7 @@ func (c *Conn) listenLocked(cl *mcpclient.Client, filter mcp.SubscriptionFilter,
 			err = errors.New("server ended subscriptions/listen")
 		}
 		r.err = err
-		if !r.isOpen() && rollback != nil && !IsTransportFatal(err) {
+		if !r.isOpen() && rollback != nil && !isTransportFatal(err) {
 			// The server refused the new filter: the previous stream is
 			// gone, but the connection is not. Listen as before.
 			c.listenMu.Lock()

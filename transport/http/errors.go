@@ -71,7 +71,7 @@ func (e *notSentError) Error() string { return ErrNotSent.Error() + ": " + e.err
 
 func (e *notSentError) Unwrap() []error { return []error{ErrNotSent, e.err} }
 
-// IsStaleSession reports whether err says the server no longer knows our
+// isStaleSession reports whether err says the server no longer knows our
 // session: HTTP 404 (mcp-go returns transport.ErrSessionTerminated, and
 // keeps returning it for every later request until Initialize is called
 // again), or HTTP 400 with JSON-RPC -32000 "No valid session ID provided",
@@ -82,7 +82,7 @@ func (e *notSentError) Unwrap() []error { return []error{ErrNotSent, e.err} }
 // match is for errors from transports that did not go through a Conn. The
 // server did not run the rejected request, so it can be retried on a new
 // connection.
-func IsStaleSession(err error) bool {
+func isStaleSession(err error) bool {
 	if err == nil || isContextErr(err) {
 		return false
 	}
@@ -95,22 +95,22 @@ func IsStaleSession(err error) bool {
 	return strings.Contains(msg, "no valid session id") || strings.Contains(msg, "invalid session id")
 }
 
-// IsNotSent reports whether err proves the request never reached the server
+// isNotSent reports whether err proves the request never reached the server
 // (it wraps ErrNotSent; or connection refused, a failed dial or name
 // lookup), so it is safe to send it again. An error caused by a context
 // ending is "not sent" only when it wraps ErrNotSent, which a Conn adds
 // when its own Close ended a request before it went out; the caller's own
 // cancellation is its own answer.
-func IsNotSent(err error) bool {
+func isNotSent(err error) bool {
 	return errors.Is(err, ErrNotSent) || failure.NeverSent(err)
 }
 
-// IsUnsupportedProtocol reports whether err is JSON-RPC -32022 "unsupported
+// isUnsupportedProtocol reports whether err is JSON-RPC -32022 "unsupported
 // protocol version". A server can answer the 2026-07-28 server/discover
 // probe and still reject that version at the first real request (the
 // official Go SDK's servers do); the caller should then dial again with
 // WithLegacyProtocol.
-func IsUnsupportedProtocol(err error) bool {
+func isUnsupportedProtocol(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -118,11 +118,11 @@ func IsUnsupportedProtocol(err error) bool {
 	return errors.As(err, &unsupported)
 }
 
-// IsTransportFatal reports whether err means the connection it came from
+// isTransportFatal reports whether err means the connection it came from
 // is unusable: a stale session, a request that could not be sent, the
 // connection breaking off mid-exchange, or the transport being closed.
 // Context errors, JSON-RPC errors and HTTP error statuses are not fatal.
-func IsTransportFatal(err error) bool {
+func isTransportFatal(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -132,7 +132,7 @@ func IsTransportFatal(err error) bool {
 	if isContextErr(err) {
 		return false
 	}
-	if IsStaleSession(err) || failure.Broken(err) ||
+	if isStaleSession(err) || failure.Broken(err) ||
 		errors.Is(err, ErrStreamLost) || errors.Is(err, ErrClosed) {
 		return true
 	}
@@ -146,9 +146,12 @@ func IsTransportFatal(err error) bool {
 // isContextErr reports whether err comes from a context ending.
 func isContextErr(err error) bool { return failure.Context(err) }
 
-// NotSent is IsNotSent, for the manager: a Conn classifies its own
-// transport's failures.
-func (c *Conn) NotSent(err error) bool { return IsNotSent(err) }
+// NotSent reports that err, the error of a request on this Conn, proves the
+// request never reached the server: it was never written, or the server
+// refused the session it went on (transport.Classifier).
+func (c *Conn) NotSent(err error) bool { return isNotSent(err) }
 
-// Fatal is IsTransportFatal, for the manager.
-func (c *Conn) Fatal(err error) bool { return IsTransportFatal(err) }
+// Fatal reports that err means this Conn is unusable: a stale session, a
+// request that could not be sent, the connection broken mid-exchange, or
+// the Conn closed (transport.Classifier).
+func (c *Conn) Fatal(err error) bool { return isTransportFatal(err) }

@@ -56,7 +56,7 @@ func WithLogger(l *slog.Logger) Option {
 // WithLegacyProtocol keeps the connection on the initialize handshake
 // (protocol 2025-11-25 and older), skipping the 2026-07-28 server/discover
 // probe. Dial with it after a server rejected 2026-07-28 with -32022 (see
-// IsUnsupportedProtocol). It has no effect on SSE, which is always legacy.
+// isUnsupportedProtocol). It has no effect on SSE, which is always legacy.
 func WithLegacyProtocol() Option {
 	return func(o *options) { o.legacy = true }
 }

@@ -214,7 +214,7 @@ func bodyText(media string, body []byte) string {
 // generation, the OAuth metadata), bounded by ctx and a few seconds. Any
 // other error is returned as it is.
 func (c *Conn) describe(ctx context.Context, ex *exchange, handshake bool, err error) error {
-	if err == nil || IsStaleSession(err) || isContextErr(err) {
+	if err == nil || isStaleSession(err) || isContextErr(err) {
 		return err
 	}
 	e := &Error{URL: redact.URL(c.spec.URL), Err: err}
