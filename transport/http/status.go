@@ -134,10 +134,24 @@ type answer struct {
 
 type exchangeKey struct{}
 
+// exchangeCtx is a context that carries an exchange: one allocation for
+// both, as every request of a Conn makes one.
+type exchangeCtx struct {
+	context.Context
+	ex exchange
+}
+
+func (c *exchangeCtx) Value(key any) any {
+	if key == (exchangeKey{}) {
+		return &c.ex
+	}
+	return c.Context.Value(key)
+}
+
 // withExchange returns ctx with a new exchange to record into.
 func withExchange(ctx context.Context) (context.Context, *exchange) {
-	ex := &exchange{}
-	return context.WithValue(ctx, exchangeKey{}, ex), ex
+	c := &exchangeCtx{Context: ctx}
+	return c, &c.ex
 }
 
 // bodyPeek bounds what is read of a failed answer's body to describe it.
