@@ -5,7 +5,7 @@ GO      ?= go
 NPM_DIR := testdata/npm
 CONFORMANCE_DIR := testdata/conformance
 
-.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus
+.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus services
 
 # go test ./... includes internal/testkit/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
@@ -13,7 +13,7 @@ CONFORMANCE_DIR := testdata/conformance
 # ./... of the core does not reach it, so it is vetted and tested apart. So
 # are the LLM adapters (llm/anthropic, llm/openai, llm/gemini) and the agent
 # example, each a module of its own with its SDK.
-test: npm conformance-npm vet crossbuild
+test: services npm conformance-npm vet crossbuild
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd otel && $(GO) test -race -count=1 ./...
 	cd llm/anthropic && $(GO) test -race -count=1 ./...
@@ -31,6 +31,12 @@ vet:
 	cd llm/openai && $(GO) mod tidy -diff && $(GO) vet ./...
 	cd llm/gemini && $(GO) mod tidy -diff && $(GO) vet ./...
 	cd examples/agent && $(GO) mod tidy -diff && $(GO) vet ./...
+
+# redis-server and PostgreSQL 15 for the shared-state tests, and the
+# unprivileged user PostgreSQL runs as (.ci/services): installed when
+# missing, quick when not.
+services:
+	./.ci/services
 
 # Every package, tests included, must build and vet for the other OSes hosts
 # run on; linux/amd64 is the one whose tests run.
