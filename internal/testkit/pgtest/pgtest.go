@@ -164,7 +164,7 @@ func (s *Server) start() error {
 	cmd := s.command(context.Background(), "postgres", "-D", s.data, "-p", strconv.Itoa(s.port),
 		"-k", s.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
 		"-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
-		"-c", "logging_collector=off", "-c", "log_min_messages=warning")
+		"-c", "logging_collector=off")
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		return err
@@ -192,24 +192,29 @@ func (s *Server) start() error {
 	defer cancel()
 	var seen []string
 	for {
-		if err := dial(ctx, s.Addr()); err == nil {
-			break
-		}
 		select {
 		case l, ok := <-lines:
-			if ok && len(seen) < 20 {
+			if !ok {
+				lines = nil // stderr closed: the exit follows
+				continue
+			}
+			if len(seen) < 20 {
 				seen = append(seen, l)
 			}
-			continue
+			if !strings.Contains(l, "database system is ready to accept connections") {
+				continue
+			}
+			if err := dial(ctx, s.Addr()); err != nil {
+				return fmt.Errorf("postgres on port %d says it is ready but refuses connections: %v", s.port, err)
+			}
 		case <-done:
 			return fmt.Errorf("postgres on port %d exited: %s", s.port, strings.Join(seen, " | "))
 		case <-ctx.Done():
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 			return fmt.Errorf("postgres on port %d not ready within %v: %s", s.port, startBound, strings.Join(seen, " | "))
-		case <-time.After(20 * time.Millisecond):
-			// No event says "listening": poll the port, bounded by ctx.
 		}
+		break
 	}
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
