@@ -88,9 +88,9 @@ func TestRunAgainstAFleet(t *testing.T) {
 	if !out[2].Result.IsError || out[2].Err != nil || llm.Text(llm.Parts(out[2].Result)) != "quota exceeded" {
 		t.Fatalf("flaky: %+v", out[2])
 	}
-	// A disabled server's tools leave the View: the model is told to
-	// search again.
-	if !errors.Is(out[3].Err, client.ErrToolNotFound) || !out[3].Result.IsError || !strings.Contains(llm.Text(llm.Parts(out[3].Result)), "there is no tool off__ping") {
+	// A disabled server's tools leave the View, but a call by the name the
+	// model knew says the server is off, not that the tool is unknown.
+	if !errors.Is(out[3].Err, client.ErrDisabled) || !out[3].Result.IsError || !strings.Contains(llm.Text(llm.Parts(out[3].Result)), "server off is turned off") {
 		t.Fatalf("disabled: %v %+v", out[3].Err, out[3].Result)
 	}
 	if !errors.Is(out[4].Err, client.ErrToolNotFound) || !strings.Contains(llm.Text(llm.Parts(out[4].Result)), "there is no tool nowhere__nothing") {
@@ -124,7 +124,7 @@ func TestMetaTools(t *testing.T) {
 		t.Fatal("a search without a query is no error")
 	}
 	res, _ = meta.Handle(ctx, "call_tool", map[string]any{"name": "off__ping"})
-	if !res.IsError || !strings.Contains(llm.Text(llm.Parts(res)), "there is no tool off__ping") {
+	if !res.IsError || !strings.Contains(llm.Text(llm.Parts(res)), "server off is turned off") {
 		t.Fatalf("call of a disabled tool: %+v", res)
 	}
 	res, _ = meta.Handle(ctx, "call_tool", map[string]any{"name": "photos__flaky", "arguments": map[string]any{}})

@@ -92,7 +92,7 @@ func TestRoundTrip(t *testing.T) {
 	llmtest.Golden(t, "roundtrip-request-2.golden.json", llmtest.Indent(t, reqs[1].Body))
 	second := string(reqs[1].Body)
 	for _, want := range []string{`"tool_use_id":"toolu_01"`, `Sunny in Oslo`, `{\"city\":\"Oslo\",\"tempC\":21}`,
-		`"media_type":"image/png"`, `"is_error":true`, `quota exceeded`, `there is no tool off__ping`} {
+		`"media_type":"image/png"`, `"is_error":true`, `quota exceeded`, `server off is turned off`} {
 		if !strings.Contains(second, want) {
 			t.Errorf("the results sent back lack %s", want)
 		}

@@ -155,7 +155,7 @@ func TestResponsesRoundTrip(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	llmtest.Golden(t, "responses-request-2.golden.json", llmtest.Indent(t, reqs[1].Body))
-	checkSent(t, reqs[1].Body, `Error: there is no tool off__ping`, `"type":"input_image"`, `{\"city\":\"Oslo\",\"tempC\":21}`)
+	checkSent(t, reqs[1].Body, `Error: server off is turned off`, `"type":"input_image"`, `{\"city\":\"Oslo\",\"tempC\":21}`)
 }
 
 // The client-executed tool search: the fleet's index answers it with the

@@ -91,6 +91,16 @@ type Server struct {
 // the test ends.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	s, err := Listen(opts)
+	if err != nil {
+		t.Fatalf("oauthtest: start: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Listen starts the servers on a free port of 127.0.0.1; Stop stops them.
+func Listen(opts Options) (*Server, error) {
 	if opts.AccessTokenExp <= 0 {
 		opts.AccessTokenExp = time.Hour
 	}
@@ -126,10 +136,9 @@ func Start(t testing.TB, opts Options) *Server {
 		return "user", nil
 	})
 	if err := s.start("127.0.0.1:0"); err != nil {
-		t.Fatalf("oauthtest: start: %v", err)
+		return nil, err
 	}
-	t.Cleanup(s.Stop)
-	return s
+	return s, nil
 }
 
 // URL is the MCP endpoint.
