@@ -109,7 +109,7 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 	defer close(r.done)
 	defer r.cancel()
 	clock := s.m.opts.clock
-	resumed := false // the rest of a step whose pulled dial failed
+	resumed := false          // the rest of a step whose pulled dial failed
 	up, stopUp := s.watchUp() // cooldown.go: nil unless shared
 	defer stopUp()
 	woken := false

@@ -27,7 +27,7 @@ type Manager struct {
 	ctx     context.Context // parent of every runner and lease; cancelled by Close
 	cancel  context.CancelFunc
 	bus     *bus
-	cache   *catalogCache // nil without WithCatalogCache or WithSharedState
+	cache   *catalogCache    // nil without WithCatalogCache or WithSharedState
 	tokens  oauth.TokenStore // the Authorizers' store (options.tokenStore)
 	pub     *catalog.Publisher
 	dialSem *semaphore.Weighted

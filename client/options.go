@@ -80,7 +80,7 @@ type options struct {
 	shared          store.Shared
 	catalogIdentity func(server string) string
 	leaseTTL        time.Duration
-	stateFile        string // WithStateFile; "" is off
+	stateFile       string // WithStateFile; "" is off
 	// The client role (handlers.go): what the host answers servers with.
 	sampling     SamplingHandler
 	elicitation  ElicitationHandler
