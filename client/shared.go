@@ -278,3 +278,8 @@ func (m *Manager) catalogKey(name string, spec ServerSpec, configKey string) str
 	}
 	return cacheKey(spec, configKey)
 }
+
+// WithLeaseTTL sets how long a refresh holds its grant's lease in the
+// shared state (see oauth.WithLeases): the replicas waiting behind a
+// holder that died take over after it. Defaults to oauth.DefaultLeaseTTL.
+func WithLeaseTTL(d time.Duration) Option { return func(o *options) { setPositive(&o.leaseTTL, d) } }

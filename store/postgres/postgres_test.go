@@ -11,12 +11,45 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/pgtest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/replicatest"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/storetest"
 	"github.com/mcpfleet/mcpfleet/store"
 	"github.com/mcpfleet/mcpfleet/store/postgres"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	replicatest.Main(m, openURL, func() int { goleak.VerifyTestMain(m); return 0 })
+}
+
+// openURL opens a Store from "url|prefix", as a replica process does.
+func openURL(ctx context.Context, u string) (store.Shared, func(), error) {
+	dsn, prefix, _ := strings.Cut(u, "|")
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := postgres.New(ctx, pool, postgres.WithPrefix(prefix))
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return s, func() { s.Close(); pool.Close() }, nil
+}
+
+// Four replica processes, fifty calls each, all at the moment the token
+// expires: one refresh for the grant, no invalid_grant, every call
+// answered.
+func TestRefreshAcrossReplicas(t *testing.T) {
+	srv := pgtest.Start(t)
+	replicatest.Run(t, srv.URL("")+"|r1_", openURL, replicatest.Config{Replicas: 4, Calls: 50, LeaseTTL: 10 * time.Second})
+}
+
+// The replica holding the refresh lease is SIGKILLed while its refresh is
+// at the authorization server: another refreshes once the lease expires.
+func TestRefreshHolderKilled(t *testing.T) {
+	srv := pgtest.Start(t)
+	replicatest.Run(t, srv.URL("")+"|r2_", openURL, replicatest.Config{Replicas: 4, Calls: 50, LeaseTTL: 2 * time.Second, KillHolder: true})
+}
 
 // open returns a Store on srv's database under prefix, closed with t.
 func open(t *testing.T, srv *pgtest.Server, prefix string) *postgres.Store {
