@@ -5,21 +5,25 @@ GO      ?= go
 NPM_DIR := testdata/npm
 CONFORMANCE_DIR := testdata/conformance
 
-.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus
+.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus services
 
 # go test ./... includes internal/testkit/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
 # otel/ is a module of its own (so that the core requires no OpenTelemetry):
 # ./... of the core does not reach it, so it is vetted and tested apart. So
 # are the LLM adapters (llm/anthropic, llm/openai, llm/gemini) and the agent
-# example, each a module of its own with its SDK.
-test: npm conformance-npm vet crossbuild
+# example, each a module of its own with its SDK, and the shared stores
+# (store/redis, store/postgres), which start their own redis-server and
+# PostgreSQL (see the services target).
+test: services npm conformance-npm vet crossbuild
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd otel && $(GO) test -race -count=1 ./...
 	cd llm/anthropic && $(GO) test -race -count=1 ./...
 	cd llm/openai && $(GO) test -race -count=1 ./...
 	cd llm/gemini && $(GO) test -race -count=1 ./...
 	cd examples/agent && $(GO) test -race -count=1 ./...
+	cd store/redis && $(GO) test -race -count=1 ./...
+	cd store/postgres && $(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 10s ./client/
 	$(GO) test -run '^$$' -fuzz FuzzURL -fuzztime 10s ./internal/redact/
 
@@ -31,6 +35,14 @@ vet:
 	cd llm/openai && $(GO) mod tidy -diff && $(GO) vet ./...
 	cd llm/gemini && $(GO) mod tidy -diff && $(GO) vet ./...
 	cd examples/agent && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd store/redis && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd store/postgres && $(GO) mod tidy -diff && $(GO) vet ./...
+
+# redis-server and PostgreSQL 15 for the shared-state tests, and the
+# unprivileged user PostgreSQL runs as (.ci/services): installed when
+# missing, quick when not.
+services:
+	./.ci/services
 
 # Every package, tests included, must build and vet for the other OSes hosts
 # run on; linux/amd64 is the one whose tests run.

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
+	"github.com/mcpfleet/mcpfleet/store"
 )
 
 // WithCatalogCache keeps every server's last good catalog in the file at
@@ -60,10 +61,14 @@ type cacheRecord struct {
 type catalogCache struct {
 	path string
 	log  *slog.Logger
+	// shared, when set (WithSharedState), keeps the catalogs instead of
+	// the file, by key alone (shared.go); servers is then keyed by key.
+	shared store.Catalogs
 
-	mu      sync.Mutex // guards servers and dirty
+	mu      sync.Mutex // guards servers, dirty and pending
 	servers map[string]cacheRecord
 	dirty   bool
+	pending map[string]struct{} // keys to write to shared
 
 	wake chan struct{} // capacity 1
 	stop chan struct{}
@@ -101,15 +106,23 @@ func (c *catalogCache) lookup(server, key string) (*catalog.Catalog, bool) {
 	if c == nil || key == "" {
 		return nil, false
 	}
+	if c.shared != nil {
+		return c.sharedLookup(server, key)
+	}
 	c.mu.Lock()
 	r, ok := c.servers[server]
 	c.mu.Unlock()
 	if !ok || r.Key != key {
 		return nil, false
 	}
+	return r.catalog(server), true
+}
+
+// catalog is the record as server's catalog.
+func (r cacheRecord) catalog(server string) *catalog.Catalog {
 	return (&catalog.Catalog{Server: server, Tools: r.Tools, Prompts: r.Prompts, Resources: r.Resources,
 		ResourceTemplates: r.ResourceTemplates, ServerInfo: r.ServerInfo, Capabilities: r.Capabilities,
-		Instructions: r.Instructions, FetchedAt: r.SavedAt}).Seal(), true
+		Instructions: r.Instructions, FetchedAt: r.SavedAt}).Seal()
 }
 
 // save records a live catalog of server, to be written soon. It never
@@ -118,10 +131,16 @@ func (c *catalogCache) save(key string, cat *catalog.Catalog) {
 	if c == nil || key == "" {
 		return
 	}
-	c.mu.Lock()
-	c.servers[cat.Server] = cacheRecord{Key: key, SavedAt: cat.FetchedAt, Tools: cat.Tools, Prompts: cat.Prompts,
+	r := cacheRecord{Key: key, SavedAt: cat.FetchedAt, Tools: cat.Tools, Prompts: cat.Prompts,
 		Resources: cat.Resources, ResourceTemplates: cat.ResourceTemplates, ServerInfo: cat.ServerInfo,
 		Capabilities: cat.Capabilities, Instructions: cat.Instructions}
+	c.mu.Lock()
+	if c.shared != nil {
+		c.servers[key] = r
+		c.pending[key] = struct{}{}
+	} else {
+		c.servers[cat.Server] = r
+	}
 	c.dirty = true
 	c.mu.Unlock()
 	select {
@@ -157,6 +176,10 @@ func (c *catalogCache) close() {
 // directory, then renamed over the old one, so a reader (or a crash) sees
 // the old file or the new, never half of one.
 func (c *catalogCache) flush() {
+	if c.shared != nil {
+		c.flushShared()
+		return
+	}
 	c.mu.Lock()
 	if !c.dirty {
 		c.mu.Unlock()

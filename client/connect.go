@@ -109,13 +109,16 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 	defer close(r.done)
 	defer r.cancel()
 	clock := s.m.opts.clock
-	resumed := false // the rest of a step whose pulled dial failed
+	resumed := false          // the rest of a step whose pulled dial failed
+	up, stopUp := s.watchUp() // cooldown.go: nil unless shared
+	defer stopUp()
+	woken := false
 	for {
 		pulled := false
 		if wait > 0 {
 			due := clock.Now().Add(wait)
 			var ok bool
-			if ok, pulled = s.waitStep(ctx, r, wait, !probing && !resumed); !ok {
+			if ok, pulled = s.waitStep(ctx, r, wait, !probing && !resumed, up, &woken); !ok {
 				return
 			}
 			if pulled {
@@ -130,8 +133,21 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 		legacy := s.legacy
 		s.mu.Unlock()
 
+		var t turn
+		if up != nil {
+			s.mu.Lock()
+			fresh := s.gen == 0
+			s.mu.Unlock()
+			if t = s.takeTurn(ctx, r, up, fresh, &woken); !t.ok {
+				return
+			}
+		}
 		began := s.m.opts.clock.Now()
 		res := s.dial(ctx, legacy)
+		if up != nil {
+			woken = false
+			s.dialed(t, res.err)
+		}
 		took := s.m.opts.clock.Now().Sub(began)
 		resumed = false
 		s.st.dials.Add(1)
@@ -276,7 +292,10 @@ func (s *slot) applyDialLocked(res dialResult) {
 // whether the loop should go on, and whether a call (and not Reconnect)
 // ended the wait. Probes are not pullable: calls fail fast in
 // PermanentlyFailed.
-func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pullable bool) (ok, pulled bool) {
+//
+// up, when not nil, is the upstream's shared wake-up (cooldown.go): a
+// replica found it back, so the wait ends and woken is set.
+func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pullable bool, up <-chan struct{}, woken *bool) (ok, pulled bool) {
 	// Pullable before the timer exists: a call that sees the step begun
 	// (its timer armed) must find it pullable.
 	s.mu.Lock()
@@ -287,6 +306,8 @@ func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pull
 	select {
 	case <-c:
 	case <-r.kick:
+	case <-up:
+		*woken = true
 	case <-r.pull:
 		pulled = true
 	case <-ctx.Done():

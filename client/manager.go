@@ -27,7 +27,8 @@ type Manager struct {
 	ctx     context.Context // parent of every runner and lease; cancelled by Close
 	cancel  context.CancelFunc
 	bus     *bus
-	cache   *catalogCache // nil without WithCatalogCache
+	cache   *catalogCache    // nil without WithCatalogCache or WithSharedState
+	tokens  oauth.TokenStore // the Authorizers' store (options.tokenStore)
 	pub     *catalog.Publisher
 	dialSem *semaphore.Weighted
 	// registry records the stdio children's process groups in the state
@@ -97,8 +98,12 @@ func New(opts ...Option) *Manager {
 		}
 		return 0
 	})
-	if o.cachePath != "" {
+	m.tokens = o.tokenStore()
+	switch {
+	case o.cachePath != "":
 		m.cache = openCatalogCache(o.cachePath, o.logger)
+	case o.shared != nil:
+		m.cache = openSharedCatalogs(o.shared, o.logger)
 	}
 	m.openStateFile()
 	go m.bus.run()
@@ -122,6 +127,7 @@ func (m *Manager) add(ctx context.Context, name string, spec ServerSpec, configK
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	m.cache.prefetch(ctx, m.catalogKey(name, spec, configKey))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

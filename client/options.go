@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/store"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
@@ -73,7 +74,13 @@ type options struct {
 	httpOptions      []mcphttp.Option
 	tokens           oauth.TokenStore // WithTokenStore
 	oauthOptions     []oauth.Option
-	stateFile        string // WithStateFile; "" is off
+	// Shared state (shared.go): WithUser, WithSharedState,
+	// WithCatalogIdentity; leaseTTL is oauth.DefaultLeaseTTL when 0.
+	user            string
+	shared          store.Shared
+	catalogIdentity func(server string) string
+	leaseTTL        time.Duration
+	stateFile       string // WithStateFile; "" is off
 	// The client role (handlers.go): what the host answers servers with.
 	sampling     SamplingHandler
 	elicitation  ElicitationHandler

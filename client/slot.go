@@ -133,8 +133,10 @@ type slotConfig struct {
 	transport, address string
 	port               int
 	// cacheKey names the configuration in the catalog cache; empty: not
-	// cached.
-	cacheKey string
+	// cached. cooldownKey names the upstream in the shared cooldowns
+	// (cooldown.go); empty: not shared.
+	cacheKey    string
+	cooldownKey string
 	// auth holds the server's OAuth tokens, for every runtime of this
 	// configuration; nil without spec.OAuth.
 	auth *oauth.Authorizer
@@ -144,11 +146,10 @@ func newSlotConfig(m *Manager, name string, spec ServerSpec, key string) *slotCo
 	spec.ToolFilter = spec.ToolFilter.clone() // the caller's slices may change
 	c := &slotConfig{spec: spec, prefix: spec.ToolPrefix, key: key, limits: spec.Limits.over(m.opts.limits)}
 	c.transport, c.address, c.port = spec.describe()
-	if m.cache != nil {
-		c.cacheKey = cacheKey(spec, key)
-	}
+	c.cacheKey = m.catalogKey(name, spec, key)
+	c.cooldownKey = cooldownKey(spec)
 	if spec.OAuth != nil && spec.HTTP != nil {
-		opts := append([]oauth.Option{oauth.WithStore(m.opts.tokens), oauth.WithLogger(m.opts.logger)}, m.opts.oauthOptions...)
+		opts := m.oauthOptions(name)
 		// The spec was validated, so New cannot fail on it; if it did, the
 		// server would dial without a token and say why in its 401.
 		if a, err := oauth.New(spec.HTTP.URL, name, *spec.OAuth, opts...); err == nil {

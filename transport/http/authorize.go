@@ -1,9 +1,12 @@
 package http
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	nethttp "net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Authorizer gives a Conn's requests their credentials and answers the
@@ -42,6 +45,9 @@ func (rt *roundTripper) authorized(req *nethttp.Request, a Authorizer) (*nethttp
 		return nil, &notSentError{err: fmt.Errorf("authorization: %w", err)}
 	}
 	resp, err := rt.sendOnce(areq)
+	if err == nil && resp.StatusCode >= 500 && areq.Header.Get("Authorization") != "" {
+		resp = rt.probeCredentials(req, resp)
+	}
 	if err != nil || !refused(resp) {
 		return resp, err
 	}
@@ -82,4 +88,59 @@ func refused(resp *nethttp.Response) bool {
 func discard(resp *nethttp.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
+}
+
+// probeCredentials is told the server answered resp, a 5xx, to req sent
+// with credentials. Some servers answer a token they no longer accept
+// with a 5xx instead of a 401 (the TypeScript SDK's example server does,
+// after a restart that forgot its tokens), which would pass for an outage
+// for as long as the token lasts. For a handshake request (initialize,
+// server/discover: nothing runs), req is sent once more without
+// credentials: a 401 or 403 then is the server saying it is up and wants
+// credentials, so the token is what it failed on, and that answer goes to
+// the Authorizer (one refresh, or the user). Any other answer leaves resp
+// as the server's.
+func (rt *roundTripper) probeCredentials(req *nethttp.Request, resp *nethttp.Response) *nethttp.Response {
+	if !opensConnection(req) {
+		return resp
+	}
+	probe, ok := rewind(req)
+	if !ok {
+		return resp
+	}
+	probe.Header.Del("Authorization")
+	presp, err := rt.sendOnce(probe)
+	if err != nil {
+		return resp
+	}
+	if !refused(presp) {
+		discard(presp)
+		return resp
+	}
+	discard(resp)
+	return presp
+}
+
+// opensConnection reports whether req opens a connection (initialize, or
+// 2026-07-28's server/discover): a request that runs nothing on the
+// server, so it may be sent once more.
+func opensConnection(req *nethttp.Request) bool {
+	if m := req.Header.Get(mcp.HeaderMethod); m != "" {
+		return handshake(m)
+	}
+	if req.Method != nethttp.MethodPost || req.GetBody == nil {
+		return false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if err := json.NewDecoder(io.LimitReader(body, 1<<16)).Decode(&msg); err != nil {
+		return false
+	}
+	return handshake(msg.Method)
 }

@@ -15,6 +15,7 @@
 package oauthtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,10 +29,10 @@ import (
 	"time"
 
 	oauth2 "github.com/go-oauth2/oauth2/v4"
+	oautherrors "github.com/go-oauth2/oauth2/v4/errors"
 	"github.com/go-oauth2/oauth2/v4/manage"
 	"github.com/go-oauth2/oauth2/v4/models"
 	"github.com/go-oauth2/oauth2/v4/server"
-	"github.com/go-oauth2/oauth2/v4/store"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
@@ -52,6 +53,15 @@ type Options struct {
 	// Metadata, if set, edits the authorization server metadata before it
 	// is served (to leave out code_challenge_methods_supported, say).
 	Metadata func(meta map[string]any)
+	// ServerErrorForBadTokens makes the MCP server answer a request whose
+	// token it does not accept with HTTP 500 instead of 401, as the
+	// TypeScript SDK's example server does (a request with no token still
+	// gets the 401 and its challenge).
+	ServerErrorForBadTokens bool
+	// Refreshing, if set, is called with each refresh request before it is
+	// handled: a test holds the refresh there (to kill the client that
+	// sent it, say). The request's context ends when the client goes.
+	Refreshing func(r *http.Request)
 }
 
 // TokenRequest is one request that reached the token endpoint, as it
@@ -69,13 +79,23 @@ type Server struct {
 	addr    string
 	manager *manage.Manager
 	oauth   *server.Server
-	clients *store.ClientStore
+	clients *clientStore
 	tokens  *tokenStore
 
 	authorizations atomic.Int64
 	grants         sync.Map // grant type → *atomic.Int64
+	tokenErrors    sync.Map // OAuth error code → *atomic.Int64
 	registrations  atomic.Int64
 	asRequests     atomic.Int64 // every request to the authorization server's paths
+	reuses         atomic.Int64 // refresh tokens redeemed a second time
+
+	// Refresh tokens rotate: lineage maps every refresh token issued to its
+	// grant, spent the ones redeemed already; a spent one redeemed again
+	// revokes its grant (RFC 6819 section 5.2.2.3, OAuth 2.1's rotation).
+	grantMu   sync.Mutex
+	lineage   map[string]int64
+	spent     map[string]bool
+	nextGrant int64
 
 	recMu         sync.Mutex // guards the fields below
 	tokenRequests []TokenRequest
@@ -104,7 +124,8 @@ func Listen(opts Options) (*Server, error) {
 	if opts.AccessTokenExp <= 0 {
 		opts.AccessTokenExp = time.Hour
 	}
-	s := &Server{opts: opts, clients: store.NewClientStore(), tokens: newTokenStore()}
+	s := &Server{opts: opts, clients: newClientStore(), tokens: newTokenStore(),
+		lineage: map[string]int64{}, spent: map[string]bool{}}
 	s.manager = manage.NewDefaultManager()
 	cfg := &manage.Config{AccessTokenExp: opts.AccessTokenExp, RefreshTokenExp: 24 * time.Hour, IsGenerateRefresh: true}
 	s.manager.SetAuthorizeCodeTokenCfg(cfg)
@@ -115,9 +136,7 @@ func Listen(opts Options) (*Server, error) {
 		IsGenerateRefresh: true, IsRemoveAccess: true, IsRemoveRefreshing: true})
 	s.manager.MapTokenStorage(s.tokens)
 	s.manager.MapClientStorage(s.clients)
-	for id, secret := range opts.Clients {
-		_ = s.clients.Set(id, &models.Client{ID: id, Secret: secret, Domain: oauth.Config{}.Redirect()})
-	}
+	s.addClients()
 	srvCfg := server.NewConfig()
 	srvCfg.ForcePKCE = true
 	srvCfg.AllowedCodeChallengeMethods = []oauth2.CodeChallengeMethod{oauth2.CodeChallengeS256}
@@ -139,6 +158,45 @@ func Listen(opts Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// addClients registers the pre-registered clients.
+func (s *Server) addClients() {
+	for id, secret := range s.opts.Clients {
+		_ = s.clients.Set(id, &models.Client{ID: id, Secret: secret, Domain: oauth.Config{}.Redirect()})
+	}
+}
+
+// TokenErrors counts the token requests refused with an OAuth error code
+// ("invalid_grant", "invalid_client", ...).
+func (s *Server) TokenErrors(code string) int64 {
+	if v, ok := s.tokenErrors.Load(code); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+// Reuses counts refresh tokens redeemed a second time (each revoked its
+// grant).
+func (s *Server) Reuses() int64 { return s.reuses.Load() }
+
+// RestartForgetting restarts the servers on the same port having
+// forgotten every token, code and dynamic client registration, as an
+// authorization server that keeps them in memory does (the TypeScript
+// SDK's example one). Pre-registered clients stay.
+func (s *Server) RestartForgetting(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	s.tokens.forget()
+	s.clients.forget()
+	s.addClients()
+	s.grantMu.Lock()
+	clear(s.lineage)
+	clear(s.spent)
+	s.grantMu.Unlock()
+	if err := s.start(s.addr); err != nil {
+		t.Fatalf("oauthtest: restart on %s: %v", s.addr, err)
+	}
 }
 
 // URL is the MCP endpoint.
@@ -341,7 +399,8 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// token is the library's token endpoint, counting what it granted.
+// token is the library's token endpoint, counting what it granted and
+// what it refused, with refresh token rotation and reuse detection.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	grant := r.FormValue("grant_type")
@@ -350,10 +409,74 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	s.recMu.Lock()
 	s.tokenRequests = append(s.tokenRequests, tr)
 	s.recMu.Unlock()
+	old := r.FormValue("refresh_token")
+	if grant == "refresh_token" {
+		if s.opts.Refreshing != nil {
+			s.opts.Refreshing(r)
+			if r.Context().Err() != nil {
+				return // the client is gone: nothing was redeemed
+			}
+		}
+		s.grantMu.Lock()
+		reused := s.spent[old]
+		g := s.lineage[old]
+		s.grantMu.Unlock()
+		if reused {
+			s.reuses.Add(1)
+			s.revokeGrant(g)
+			s.countError("invalid_grant")
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "refresh token reused; grant revoked"})
+			return
+		}
+	}
 	_ = s.oauth.HandleTokenRequest(rec, r)
-	if rec.code == http.StatusOK {
-		v, _ := s.grants.LoadOrStore(grant, new(atomic.Int64))
-		v.(*atomic.Int64).Add(1)
+	if rec.code != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(rec.body.Bytes(), &e)
+		s.countError(e.Error)
+		return
+	}
+	v, _ := s.grants.LoadOrStore(grant, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+	var issued struct {
+		RefreshToken string `json:"refresh_token"`
+	}
+	if json.Unmarshal(rec.body.Bytes(), &issued) != nil || issued.RefreshToken == "" {
+		return
+	}
+	s.grantMu.Lock()
+	defer s.grantMu.Unlock()
+	if grant == "refresh_token" {
+		s.spent[old] = true
+		s.lineage[issued.RefreshToken] = s.lineage[old]
+	} else {
+		s.nextGrant++
+		s.lineage[issued.RefreshToken] = s.nextGrant
+	}
+}
+
+func (s *Server) countError(code string) {
+	if code == "" {
+		code = "(none)"
+	}
+	v, _ := s.tokenErrors.LoadOrStore(code, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+// revokeGrant removes every token of grant g.
+func (s *Server) revokeGrant(g int64) {
+	s.grantMu.Lock()
+	var rts []string
+	for rt, gg := range s.lineage {
+		if gg == g {
+			rts = append(rts, rt)
+		}
+	}
+	s.grantMu.Unlock()
+	for _, rt := range rts {
+		_ = s.tokens.RemoveByRefresh(context.Background(), rt)
 	}
 }
 
@@ -368,11 +491,19 @@ func cloneValues(v url.Values) url.Values {
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
+	body bytes.Buffer // what was written, up to 64 KiB
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	r.code = code
 	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.body.Len() < 1<<16 {
+		r.body.Write(b)
+	}
+	return r.ResponseWriter.Write(b)
 }
 
 // bearer lets through only requests with a valid access token, and
@@ -383,6 +514,10 @@ func (s *Server) bearer(next http.Handler) http.Handler {
 		if ok {
 			if _, err := s.manager.LoadAccessToken(r.Context(), tok); err == nil {
 				next.ServeHTTP(w, r)
+				return
+			}
+			if s.opts.ServerErrorForBadTokens {
+				writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error"})
 				return
 			}
 		}
@@ -402,6 +537,14 @@ type tokenStore struct {
 }
 
 func newTokenStore() *tokenStore { return &tokenStore{gone: map[oauth2.TokenInfo]bool{}} }
+
+// forget drops every token and code.
+func (ts *tokenStore) forget() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.all = nil
+	clear(ts.gone)
+}
 
 func (ts *tokenStore) Create(_ context.Context, info oauth2.TokenInfo) error {
 	ts.mu.Lock()
@@ -485,4 +628,37 @@ func (ts *tokenStore) GetByAccess(_ context.Context, access string) (oauth2.Toke
 
 func (ts *tokenStore) GetByRefresh(_ context.Context, refresh string) (oauth2.TokenInfo, error) {
 	return ts.find(func(ti oauth2.TokenInfo) bool { return refresh != "" && ti.GetRefresh() == refresh })
+}
+
+// clientStore is the library's client store in a map, answering an
+// unknown client with invalid_client as an authorization server does (the
+// library's own store answers "not found", which it reports as
+// server_error).
+type clientStore struct {
+	mu   sync.Mutex
+	data map[string]oauth2.ClientInfo
+}
+
+func newClientStore() *clientStore { return &clientStore{data: map[string]oauth2.ClientInfo{}} }
+
+func (cs *clientStore) GetByID(_ context.Context, id string) (oauth2.ClientInfo, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c, ok := cs.data[id]; ok {
+		return c, nil
+	}
+	return nil, oautherrors.ErrInvalidClient
+}
+
+func (cs *clientStore) Set(id string, c oauth2.ClientInfo) error {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.data[id] = c
+	return nil
+}
+
+func (cs *clientStore) forget() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	clear(cs.data)
 }

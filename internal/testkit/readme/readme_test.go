@@ -36,6 +36,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/llm"
+	"github.com/mcpfleet/mcpfleet/store"
 	"github.com/mcpfleet/mcpfleet/toolsearch"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
@@ -51,6 +52,7 @@ var (
 	_ = mcp.NewTool
 	_ = lifecycle.Connected
 	_ = llm.Explain
+	_ = store.NewMemory
 	_ toolsearch.Query
 	_ mcphttp.Spec
 	_ oauth.Config

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/netguard"
 	"github.com/mcpfleet/mcpfleet/internal/redact"
+	"github.com/mcpfleet/mcpfleet/store"
 )
 
 const (
@@ -59,10 +60,20 @@ type Authorizer struct {
 	now      func() time.Time
 	signer   *signer // private_key_jwt; nil otherwise
 
+	// WithLeases: the grant's lease across replicas; nil leases: none.
+	leases    store.Leases
+	leaseName string
+	leaseTTL  time.Duration
+
 	flight singleflight.Group // "refresh", "acquire"
 
-	mu        sync.Mutex // guards the fields below
-	loaded    bool
+	mu     sync.Mutex // guards the fields below
+	loaded bool
+	// unsaved: the store failed a write of entry; settle writes it again
+	// from retryAt on. retryAt also paces the reads of a store that failed
+	// to load.
+	unsaved   bool
+	retryAt   time.Time
 	entry     *Entry    // never nil once loaded
 	challenge challenge // the last 401 or 403's
 	pending   *pending
@@ -176,21 +187,36 @@ func (a *Authorizer) Config() Config { return a.cfg }
 func (a *Authorizer) Interactive() bool { return a.cfg.Grant == AuthorizationCode }
 
 // loadLocked reads the stored entry once. An entry for another server URL
-// is not used: its token is not for this server.
+// is not used: its token is not for this server. A corrupt one is
+// reported and ignored. A store that fails to answer is asked again at
+// most once per reloadAfter, meanwhile the Authorizer goes on with what it
+// holds (a token in memory is used until it expires).
 func (a *Authorizer) loadLocked(ctx context.Context) {
-	if a.loaded {
+	if a.loaded || (a.entry != nil && a.now().Before(a.retryAt)) {
 		return
 	}
-	a.loaded = true
-	a.entry = &Entry{Resource: a.resource}
+	if a.entry == nil {
+		a.entry = &Entry{Resource: a.resource}
+	}
 	e, err := a.store.Load(ctx, a.key)
 	switch {
+	case errors.Is(err, store.ErrBadRecord):
+		a.loaded = true
+		a.log.Warn("mcpfleet: oauth: token store: the stored entry is corrupt; ignoring it", "server", a.key, "err", err)
 	case err != nil:
-		a.log.Warn("mcpfleet: oauth: token store: load failed; starting without a token", "server", a.key, "err", err)
+		a.retryAt = a.now().Add(reloadAfter)
+		a.log.Warn("mcpfleet: oauth: token store: load failed; going on with what this process holds",
+			"server", a.key, "err", err)
 	case e != nil && e.Resource == a.resource:
-		a.entry = e
+		a.loaded = true
+		if a.entry.Token == nil || e.Token != nil {
+			a.entry = e
+		}
 	case e != nil:
+		a.loaded = true
 		a.log.Info("mcpfleet: oauth: stored token is for another URL; not using it", "server", a.key)
+	default:
+		a.loaded = true
 	}
 }
 
@@ -200,7 +226,7 @@ func (a *Authorizer) Token(ctx context.Context) *Token {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.loadLocked(ctx)
-	if a.entry.Token == nil {
+	if a.entry == nil || a.entry.Token == nil {
 		return nil
 	}
 	return a.entry.clone().Token
@@ -223,11 +249,16 @@ func (a *Authorizer) Pending() string {
 // consent to an issuer change, but to whichever the server names then.
 func (a *Authorizer) Forget(ctx context.Context) error {
 	a.mu.Lock()
-	a.loaded = true
+	a.loaded, a.unsaved = true, false
 	a.entry = &Entry{Resource: a.resource}
 	a.pending = nil
 	clear(a.stepUps)
 	a.mu.Unlock()
+	l, err := a.lease(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.release(l)
 	return a.store.Delete(ctx, a.key)
 }
 
@@ -255,6 +286,7 @@ func (a *Authorizer) Authorize(req *http.Request) error {
 
 // current returns a usable token, or nil if there is none.
 func (a *Authorizer) current(ctx context.Context) (*Token, error) {
+	a.settle(ctx)
 	a.mu.Lock()
 	a.loadLocked(ctx)
 	t := a.entry.Token
@@ -265,8 +297,14 @@ func (a *Authorizer) current(ctx context.Context) (*Token, error) {
 	if t.RefreshToken != "" {
 		nt, err := a.refresh(ctx, t)
 		var te *tokenError
-		if errors.As(err, &te) && te.refused() {
+		switch {
+		case errors.As(err, &te) && te.refused():
 			return nil, nil // the 401 will ask the user
+		case err != nil && ctx.Err() == nil && a.now().Before(t.Expiry):
+			// The authorization server or the store did not answer: the
+			// token is still good for a while.
+			a.log.Warn("mcpfleet: oauth: refresh failed; using the token until it expires", "server", a.key, "err", err)
+			return t, nil
 		}
 		return nt, err
 	}
@@ -346,7 +384,7 @@ func (a *Authorizer) Answered(req *http.Request, resp *http.Response) (retry boo
 		return a.needUser(ctx, ch.scopes, "the refresh token was refused")
 	}
 	if cur != nil {
-		a.dropToken(ctx, cur) // refused, and nothing to refresh it with
+		a.dropToken(ctx, cur, store.Lease{}) // refused, and nothing to refresh it with
 	}
 	if !a.Interactive() {
 		if _, err := a.acquire(ctx, nil, ch.scopes); err != nil {
@@ -396,8 +434,8 @@ func (a *Authorizer) needUser(ctx context.Context, scopes []string, reason strin
 }
 
 // dropToken forgets t if it is still the current token; the client
-// registration stays.
-func (a *Authorizer) dropToken(ctx context.Context, t *Token) {
+// registration stays. held is the grant's lease if the caller holds it.
+func (a *Authorizer) dropToken(ctx context.Context, t *Token, held store.Lease) {
 	a.mu.Lock()
 	if a.entry.Token != t {
 		a.mu.Unlock()
@@ -406,15 +444,13 @@ func (a *Authorizer) dropToken(ctx context.Context, t *Token) {
 	a.entry.Token = nil
 	e := a.entry.clone()
 	a.mu.Unlock()
-	if err := a.store.Save(ctx, a.key, e); err != nil {
-		a.log.Warn("mcpfleet: oauth: token store: save failed", "server", a.key, "err", err)
-	}
+	a.persist(ctx, e, held)
 }
 
 // saveToken makes t the current token, with the facts needed to refresh it:
 // the authorization server, its token endpoint, the client, and the
 // resource indicator the token was asked for.
-func (a *Authorizer) saveToken(ctx context.Context, t *Token, issuer, tokenEndpoint, indicator string, c *Client) {
+func (a *Authorizer) saveToken(ctx context.Context, t *Token, issuer, tokenEndpoint, indicator string, c *Client, held store.Lease) {
 	a.mu.Lock()
 	a.entry.Token = t
 	if issuer != "" {
@@ -431,9 +467,7 @@ func (a *Authorizer) saveToken(ctx context.Context, t *Token, issuer, tokenEndpo
 	}
 	e := a.entry.clone()
 	a.mu.Unlock()
-	if err := a.store.Save(ctx, a.key, e); err != nil {
-		a.log.Warn("mcpfleet: oauth: token store: save failed", "server", a.key, "err", err)
-	}
+	a.persist(ctx, e, held)
 }
 
 // detached gives an exchange with the authorization server a context of
@@ -459,38 +493,75 @@ func wait(ctx context.Context, ch <-chan singleflight.Result) (*Token, error) {
 
 // refresh trades old's refresh token for a new token. Concurrent callers
 // share one request; a caller that comes after another refreshed gets that
-// token. A refused refresh token (tokenError.refused) is dropped.
+// token. With leases (WithLeases) the refresh holds the grant's lease, and
+// first reads the store again: a token another replica got meanwhile is
+// taken as it is, and the refresh token is not redeemed twice. A refused
+// refresh token (tokenError.refused) is dropped; a client registration the
+// authorization server no longer knows (invalid_client) goes with it, so
+// that the next authorization registers again.
 func (a *Authorizer) refresh(ctx context.Context, old *Token) (*Token, error) {
 	return wait(ctx, a.flight.DoChan("refresh", func() (any, error) {
 		a.mu.Lock()
 		cur := a.entry.Token
-		e := a.entry.clone()
 		a.mu.Unlock()
 		if cur != nil && cur.AccessToken != old.AccessToken {
 			return cur, nil
 		}
+		rctx, cancel := a.detached(ctx)
+		defer cancel()
+		l, err := a.lease(rctx)
+		if err != nil {
+			return nil, err
+		}
+		defer a.release(l)
+		if a.leases != nil {
+			if t := a.reload(rctx, cur); t != nil {
+				a.log.Debug("mcpfleet: oauth: token refreshed by another replica", "server", a.key)
+				return t, nil
+			}
+		}
+		a.mu.Lock()
+		cur = a.entry.Token
+		e := a.entry.clone()
+		a.mu.Unlock()
 		if cur == nil || cur.RefreshToken == "" {
 			return nil, &tokenError{what: "refresh", code: "invalid_grant", err: errors.New("no refresh token")}
 		}
 		if e.TokenEndpoint == "" || e.Client == nil {
 			return nil, &tokenError{what: "refresh", code: "invalid_grant", err: errors.New("no token endpoint known")}
 		}
-		rctx, cancel := a.detached(ctx)
-		defer cancel()
 		tok, err := a.refreshRequest(rctx, e, cur)
 		if err != nil {
 			te := asTokenError("refresh", err)
 			if te.refused() {
 				a.log.Info("mcpfleet: oauth: refresh token refused", "server", a.key, "err", te)
-				a.dropToken(ctx, cur)
+				a.dropGrant(rctx, cur, te, l)
 			}
 			return nil, te
 		}
 		nt := a.fromOAuth2(tok, cur.Scopes, cur)
-		a.saveToken(ctx, nt, "", "", "", nil)
+		a.saveToken(rctx, nt, "", "", "", nil, l)
 		a.log.Debug("mcpfleet: oauth: token refreshed", "server", a.key, "token", nt)
 		return nt, nil
 	}))
+}
+
+// dropGrant forgets the refused token t and, when the authorization server
+// said it no longer knows the client (invalid_client) and the client was
+// registered dynamically, the registration too: a registration is
+// dropped, never reused forever, once the authorization server forgot it
+// (it restarted, say).
+func (a *Authorizer) dropGrant(ctx context.Context, t *Token, te *tokenError, held store.Lease) {
+	if te.code == "invalid_client" {
+		a.mu.Lock()
+		if c := a.entry.Client; c != nil && c.Registered {
+			a.log.Info("mcpfleet: oauth: the authorization server no longer knows the client; it registers again",
+				"server", a.key)
+			a.entry.Client = nil
+		}
+		a.mu.Unlock()
+	}
+	a.dropToken(ctx, t, held)
 }
 
 // acquire gets a token with a grant that needs no user (client
@@ -530,7 +601,7 @@ func (a *Authorizer) acquire(ctx context.Context, old *Token, scopes []string) (
 			return nil, err
 		}
 		nt := a.fromOAuth2(tok, scopes, nil)
-		a.saveToken(ctx, nt, d.asm.Issuer, d.asm.TokenEndpoint, d.resource, client)
+		a.saveToken(ctx, nt, d.asm.Issuer, d.asm.TokenEndpoint, d.resource, client, store.Lease{})
 		return nt, nil
 	}))
 }

@@ -161,11 +161,12 @@ func (e *tokenError) Error() string {
 func (e *tokenError) Unwrap() error { return e.err }
 
 // refused reports whether the authorization server refused the grant itself
-// (invalid_grant: a revoked, expired or reused refresh token or code), as
-// opposed to failing to answer.
+// (invalid_grant: a revoked, expired or reused refresh token or code), or
+// the client (invalid_client: a registration it forgot), as opposed to
+// failing to answer.
 func (e *tokenError) refused() bool {
 	switch e.code {
-	case "invalid_grant", "invalid_token", "unauthorized_client":
+	case "invalid_grant", "invalid_token", "unauthorized_client", "invalid_client":
 		return true
 	}
 	return false

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpfleet/mcpfleet/internal/redact"
+	"github.com/mcpfleet/mcpfleet/store"
 )
 
 // Start returns the URL where the user authorizes the client: the one of
@@ -109,10 +110,17 @@ func (a *Authorizer) clientFor(ctx context.Context, d *discovery) (*Client, erro
 	a.mu.Lock()
 	if c := a.entry.Client; c != nil && c.Registered && c.Issuer == d.asm.Issuer && c.RedirectURI == a.cfg.Redirect() {
 		c := *c
+		proven := a.entry.Token != nil
 		a.mu.Unlock()
-		return &c, nil
+		// A registration is kept by issuer; with no token held, it may be
+		// one the authorization server forgot since.
+		if proven || a.knowsClient(ctx, d.asm.TokenEndpoint, &c) {
+			return &c, nil
+		}
+		a.forgetRegistration(ctx, &c)
+	} else {
+		a.mu.Unlock()
 	}
-	a.mu.Unlock()
 	if d.asm.RegistrationEndpoint == "" {
 		return nil, fmt.Errorf("oauth: %w", errNoClient)
 	}
@@ -146,9 +154,7 @@ func (a *Authorizer) clientFor(ctx context.Context, d *discovery) (*Client, erro
 	a.entry.Client = c
 	e := a.entry.clone()
 	a.mu.Unlock()
-	if err := a.store.Save(ctx, a.key, e); err != nil {
-		a.log.Warn("mcpfleet: oauth: token store: save failed", "server", a.key, "err", err)
-	}
+	a.persist(ctx, e, store.Lease{})
 	return c, nil
 }
 
@@ -204,6 +210,9 @@ func (a *Authorizer) Complete(ctx context.Context, redirect string) error {
 	tok, err := p.oc.Exchange(ectx, r.Code, opts...)
 	if err != nil {
 		te := asTokenError("authorization code exchange", err)
+		if te.code == "invalid_client" {
+			a.forgetRegistration(ctx, p.client)
+		}
 		if te.refused() {
 			// The code is spent or wrong: this authorization is over.
 			a.mu.Lock()
@@ -220,7 +229,7 @@ func (a *Authorizer) Complete(ctx context.Context, redirect string) error {
 	}
 	a.mu.Unlock()
 	nt := a.fromOAuth2(tok, p.scopes, nil)
-	a.saveToken(ctx, nt, p.issuer, p.oc.Endpoint.TokenURL, p.resource, p.client)
+	a.saveToken(ctx, nt, p.issuer, p.oc.Endpoint.TokenURL, p.resource, p.client, store.Lease{})
 	a.log.Info("mcpfleet: oauth: authorized", "server", a.key, "scopes", strings.Join(nt.Scopes, " "))
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcpfleet/internal/redact"
+	"github.com/mcpfleet/mcpfleet/store"
 )
 
 // sameIssuer reports whether two issuer identifiers name the same
@@ -80,9 +81,7 @@ func (a *Authorizer) bindIssuer(ctx context.Context, issuer string) error {
 	a.entry.Issuer = issuer
 	e := a.entry.clone()
 	a.mu.Unlock()
-	if err := a.store.Save(ctx, a.key, e); err != nil {
-		a.log.Warn("mcpfleet: oauth: token store: save failed", "server", a.key, "err", err)
-	}
+	a.persist(ctx, e, store.Lease{})
 	return nil
 }
 
@@ -120,5 +119,12 @@ func (a *Authorizer) TrustIssuer(ctx context.Context, issuer string) error {
 	a.entry.Issuer = issuer
 	e := a.entry.clone()
 	a.mu.Unlock()
-	return a.store.Save(ctx, a.key, e)
+	a.persist(ctx, e, store.Lease{})
+	a.mu.Lock()
+	unsaved := a.unsaved
+	a.mu.Unlock()
+	if unsaved {
+		return fmt.Errorf("oauth: trust issuer: the token store failed the write; it is tried again on the next request")
+	}
+	return nil
 }

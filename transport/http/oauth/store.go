@@ -107,6 +107,10 @@ type Entry struct {
 	Indicator string  `json:"resource_indicator,omitempty"`
 	Client    *Client `json:"client,omitempty"`
 	Token     *Token  `json:"token,omitempty"`
+	// Fence is the fence of the lease the entry was written under (see
+	// WithLeases); 0 without leases. A shared store refuses to replace an
+	// entry with one of a lower fence (store.ErrFenced).
+	Fence uint64 `json:"fence,omitempty"`
 }
 
 func (e Entry) String() string {

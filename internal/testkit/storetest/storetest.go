@@ -1,0 +1,309 @@
+// Package storetest is the conformance suite of store.Shared: every
+// implementation (store.Memory, store/redis, store/postgres) runs it
+// against a real instance, so that they all keep the same promises:
+// credentials keyed by user, server and issuer, fenced writes, leases that
+// exclude, expire and wake their waiters, cooldowns claimed by one replica
+// at a time, wake-ups, catalogs, and errors that name the store.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/store"
+)
+
+// Factory returns a fresh, empty store for t (two calls for one t may
+// share the backing server: Run asks for one store per subtest, and a
+// second for the tests that need two clients of one store, via Pair).
+type Factory func(t *testing.T) store.Shared
+
+// Pair returns two clients of one backing store, as two replicas have.
+type Pair func(t *testing.T) (store.Shared, store.Shared)
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// Run runs the suite.
+func Run(t *testing.T, pair Pair) {
+	t.Run("Tokens", func(t *testing.T) { tokens(t, pair) })
+	t.Run("Fence", func(t *testing.T) { fence(t, pair) })
+	t.Run("LeaseExcludes", func(t *testing.T) { leaseExcludes(t, pair) })
+	t.Run("LeaseWakes", func(t *testing.T) { leaseWakes(t, pair) })
+	t.Run("LeaseExpires", func(t *testing.T) { leaseExpires(t, pair) })
+	t.Run("Cooldown", func(t *testing.T) { cooldown(t, pair) })
+	t.Run("Catalogs", func(t *testing.T) { catalogs(t, pair) })
+	t.Run("ErrorsNameTheStore", func(t *testing.T) { errorsNameStore(t, pair) })
+}
+
+func tokens(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t)
+	k1 := store.TokenKey{User: "alice", Server: "gh", Issuer: "https://as1.example"}
+	k2 := store.TokenKey{User: "alice", Server: "gh", Issuer: "https://as2.example"}
+	if _, ok, err := a.LoadToken(c, k1); ok || err != nil {
+		t.Fatalf("empty store: ok=%v err=%v", ok, err)
+	}
+	if err := a.SaveToken(c, k1, store.TokenRecord{Data: []byte(`{"n":1}`), Fence: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The other replica reads it, by issuer and as the bound one.
+	for _, k := range []store.TokenKey{k1, {User: "alice", Server: "gh"}} {
+		r, ok, err := b.LoadToken(c, k)
+		if err != nil || !ok || string(r.Data) != `{"n":1}` || r.Fence != 1 {
+			t.Fatalf("LoadToken(%v) = %q %d %v %v", k, r.Data, r.Fence, ok, err)
+		}
+	}
+	// Another user, another server: nothing.
+	for _, k := range []store.TokenKey{{User: "bob", Server: "gh"}, {User: "alice", Server: "gl"}, {Server: "gh"}} {
+		if _, ok, err := b.LoadToken(c, k); ok || err != nil {
+			t.Errorf("LoadToken(%v): ok=%v err=%v", k, ok, err)
+		}
+	}
+	// A second issuer is kept apart and becomes the bound one.
+	if err := b.SaveToken(c, k2, store.TokenRecord{Data: []byte(`{"n":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, _ := a.LoadToken(c, store.TokenKey{User: "alice", Server: "gh"}); !ok || string(r.Data) != `{"n":2}` {
+		t.Errorf("bound record after a save for another issuer: %q", r.Data)
+	}
+	if r, ok, _ := a.LoadToken(c, k1); !ok || string(r.Data) != `{"n":1}` {
+		t.Errorf("the first issuer's record: %q %v", r.Data, ok)
+	}
+	if err := a.DeleteTokens(c, "alice", "gh"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []store.TokenKey{k1, k2, {User: "alice", Server: "gh"}} {
+		if _, ok, err := b.LoadToken(c, k); ok || err != nil {
+			t.Errorf("after DeleteTokens, LoadToken(%v): ok=%v err=%v", k, ok, err)
+		}
+	}
+}
+
+func fence(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t)
+	k := store.TokenKey{User: "u", Server: "s", Issuer: "https://as.example"}
+	l1, err := a.Acquire(c, "grant", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(c, l1); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.Acquire(c, "grant", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(c, l2)
+	if l2.Fence <= l1.Fence {
+		t.Fatalf("fences %d then %d: not increasing", l1.Fence, l2.Fence)
+	}
+	if err := b.SaveToken(c, k, store.TokenRecord{Data: []byte("new"), Fence: l2.Fence}); err != nil {
+		t.Fatal(err)
+	}
+	// The old holder, late: refused, and the record stays.
+	err = a.SaveToken(c, k, store.TokenRecord{Data: []byte("old"), Fence: l1.Fence})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a save under an older fence: %v, want ErrFenced", err)
+	}
+	if r, _, _ := a.LoadToken(c, k); string(r.Data) != "new" {
+		t.Errorf("record after the fenced save: %q", r.Data)
+	}
+	// The same fence again is the holder's own next write.
+	if err := b.SaveToken(c, k, store.TokenRecord{Data: []byte("newer"), Fence: l2.Fence}); err != nil {
+		t.Errorf("a second save under the same fence: %v", err)
+	}
+}
+
+func leaseExcludes(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t)
+	var holders, most atomic.Int32
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[uint64]bool{}
+	for i := range 8 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			for range 5 {
+				l, err := s.Acquire(c, "x", time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n := holders.Add(1)
+				for {
+					m := most.Load()
+					if n <= m || most.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				mu.Lock()
+				if seen[l.Fence] {
+					t.Errorf("fence %d given twice", l.Fence)
+				}
+				seen[l.Fence] = true
+				mu.Unlock()
+				holders.Add(-1)
+				if err := s.Release(c, l); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if most.Load() != 1 {
+		t.Errorf("%d holders at once", most.Load())
+	}
+}
+
+// A waiter gets the lease when it is released, long before its ttl.
+func leaseWakes(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t) // far shorter than the ttl below
+	l, err := a.Acquire(c, "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l2, err := b.Acquire(c, "w", time.Hour)
+		if err == nil {
+			err = b.Release(c, l2)
+		}
+		got <- err
+	}()
+	// The waiter must not get it while it is held; nothing to wait on for
+	// "is waiting", so the release may come before or after it waits.
+	if err := a.Release(c, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v (the release did not wake it within the test's deadline)", err)
+	}
+}
+
+// A lease its holder never releases is taken over once it expires.
+func leaseExpires(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t)
+	l, err := a.Acquire(c, "e", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.Acquire(c, "e", time.Minute)
+	if err != nil {
+		t.Fatalf("takeover after expiry: %v", err)
+	}
+	if l2.Fence <= l.Fence {
+		t.Errorf("takeover fence %d after %d", l2.Fence, l.Fence)
+	}
+	// The old holder's release does not end the new lease.
+	if err := a.Release(c, l); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(c, 200*time.Millisecond)
+	defer cancel()
+	if l3, err := a.Acquire(short, "e", time.Minute); err == nil {
+		t.Errorf("acquired %v while the takeover holds it", l3)
+	}
+	if err := b.Release(c, l2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cooldown(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t)
+	const srv = "upstream-1"
+	if cd, err := a.Cooldown(c, srv); err != nil || cd.Attempts != 0 || !cd.Until.IsZero() {
+		t.Fatalf("no cooldown yet: %+v %v", cd, err)
+	}
+	until := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	next := store.Cooldown{Attempts: 1, Until: until}
+	okA, errA := a.ClaimDial(c, srv, store.Cooldown{}, next)
+	okB, errB := b.ClaimDial(c, srv, store.Cooldown{}, next)
+	if errA != nil || errB != nil || !okA || okB {
+		t.Fatalf("two claims of one step: %v %v, %v %v; want exactly the first", okA, errA, okB, errB)
+	}
+	cd, err := b.Cooldown(c, srv)
+	if err != nil || cd.Attempts != 1 || !cd.Until.Equal(until) {
+		t.Fatalf("cooldown after the claim: %+v %v, want %+v", cd, err, next)
+	}
+	up, stop := b.WatchUp(srv)
+	defer stop()
+	other, stopOther := b.WatchUp("upstream-2")
+	defer stopOther()
+	if err := a.ServerUp(c, srv); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-up:
+	case <-c.Done():
+		t.Fatal("ServerUp woke no watcher of another client")
+	}
+	select {
+	case <-other:
+		t.Error("a watcher of another server was woken")
+	default:
+	}
+	if cd, _ := b.Cooldown(c, srv); cd.Attempts != 0 {
+		t.Errorf("cooldown after ServerUp: %+v", cd)
+	}
+}
+
+func catalogs(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t)
+	if _, ok, err := a.LoadCatalog(c, "k"); ok || err != nil {
+		t.Fatalf("empty: %v %v", ok, err)
+	}
+	doc := bytes.Repeat([]byte("x"), 100_000)
+	if err := a.SaveCatalog(c, "k", doc); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := b.LoadCatalog(c, "k")
+	if err != nil || !ok || !bytes.Equal(got, doc) {
+		t.Fatalf("LoadCatalog: %d bytes, %v, %v", len(got), ok, err)
+	}
+}
+
+func errorsNameStore(t *testing.T, pair Pair) {
+	a, _ := pair(t)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	k := store.TokenKey{User: "u", Server: "s", Issuer: "https://as.example"}
+	errs := map[string]error{}
+	_, _, errs["LoadToken"] = a.LoadToken(done, k)
+	errs["SaveToken"] = a.SaveToken(done, k, store.TokenRecord{Data: []byte("secret-token-data")})
+	_, errs["Acquire"] = a.Acquire(done, "n", time.Minute)
+	_, errs["Cooldown"] = a.Cooldown(done, "s")
+	_, errs["ClaimDial"] = a.ClaimDial(done, "s", store.Cooldown{}, store.Cooldown{Attempts: 1})
+	_, _, errs["LoadCatalog"] = a.LoadCatalog(done, "k")
+	for op, err := range errs {
+		var oe *store.OpError
+		switch {
+		case err == nil:
+			t.Errorf("%s with a cancelled context: no error", op)
+		case !errors.As(err, &oe) || !strings.Contains(err.Error(), a.Name()):
+			t.Errorf("%s: %v does not name the store %q", op, err, a.Name())
+		case !errors.Is(err, context.Canceled):
+			t.Errorf("%s: %v does not wrap the context's error", op, err)
+		case strings.Contains(err.Error(), "secret-token-data"):
+			t.Errorf("%s: %v shows the record", op, err)
+		}
+	}
+}

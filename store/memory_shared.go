@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Memory is a Shared store in the memory of one process: the per-user
+// fleets of one host share credentials, refresh leases, cooldowns and
+// catalogs through it. Nothing outlives the process. The zero value is not
+// ready; use NewMemory.
+type Memory struct {
+	now func() time.Time
+
+	mu        sync.Mutex // guards the fields below
+	tokens    map[[2]string]*memTokens
+	leases    map[string]*memLease
+	fences    map[string]uint64
+	cooldowns map[string]Cooldown
+	watchers  map[string]map[*chan struct{}]struct{}
+	catalogs  map[string][]byte
+}
+
+type memTokens struct {
+	bound   string
+	records map[string]TokenRecord
+}
+
+type memLease struct {
+	fence    uint64
+	expires  time.Time
+	released chan struct{} // closed by Release or a takeover
+}
+
+// NewMemory returns an empty Memory store.
+func NewMemory() *Memory {
+	return &Memory{now: time.Now, tokens: map[[2]string]*memTokens{}, leases: map[string]*memLease{},
+		fences: map[string]uint64{}, cooldowns: map[string]Cooldown{},
+		watchers: map[string]map[*chan struct{}]struct{}{}, catalogs: map[string][]byte{}}
+}
+
+// Name names the store.
+func (s *Memory) Name() string { return "memory store" }
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// LoadToken implements TokenStore.
+func (s *Memory) LoadToken(ctx context.Context, k TokenKey) (TokenRecord, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return TokenRecord{}, false, &OpError{Store: s.Name(), Op: "load token", Key: k.String(), Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tokens[[2]string{k.User, k.Server}]
+	if t == nil {
+		return TokenRecord{}, false, nil
+	}
+	iss := k.Issuer
+	if iss == "" {
+		iss = t.bound
+	}
+	r, ok := t.records[iss]
+	if !ok {
+		return TokenRecord{}, false, nil
+	}
+	return TokenRecord{Data: clone(r.Data), Fence: r.Fence}, true, nil
+}
+
+// SaveToken implements TokenStore.
+func (s *Memory) SaveToken(ctx context.Context, k TokenKey, r TokenRecord) error {
+	if err := ctx.Err(); err != nil {
+		return &OpError{Store: s.Name(), Op: "save token", Key: k.String(), Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tokens[[2]string{k.User, k.Server}]
+	if t == nil {
+		t = &memTokens{records: map[string]TokenRecord{}}
+		s.tokens[[2]string{k.User, k.Server}] = t
+	}
+	if old, ok := t.records[k.Issuer]; ok && old.Fence > r.Fence {
+		return &OpError{Store: s.Name(), Op: "save token", Key: k.String(), Err: ErrFenced}
+	}
+	t.records[k.Issuer] = TokenRecord{Data: clone(r.Data), Fence: r.Fence}
+	t.bound = k.Issuer
+	return nil
+}
+
+// DeleteTokens implements TokenStore.
+func (s *Memory) DeleteTokens(ctx context.Context, user, server string) error {
+	if err := ctx.Err(); err != nil {
+		return &OpError{Store: s.Name(), Op: "delete tokens", Key: TokenKey{User: user, Server: server}.String(), Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tokens, [2]string{user, server})
+	return nil
+}
+
+// Acquire implements Leases.
+func (s *Memory) Acquire(ctx context.Context, name string, ttl time.Duration) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, &OpError{Store: s.Name(), Op: "acquire lease", Key: name, Err: err}
+	}
+	for {
+		s.mu.Lock()
+		now := s.now()
+		l := s.leases[name]
+		if l == nil || !now.Before(l.expires) {
+			if l != nil {
+				close(l.released) // expired: taken over
+			}
+			s.fences[name]++
+			nl := &memLease{fence: s.fences[name], expires: now.Add(ttl), released: make(chan struct{})}
+			s.leases[name] = nl
+			s.mu.Unlock()
+			return Lease{Name: name, Fence: nl.fence, Expires: nl.expires}, nil
+		}
+		wait, released := l.expires.Sub(now), l.released
+		s.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-released:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return Lease{}, &OpError{Store: s.Name(), Op: "acquire lease", Key: name, Err: ctx.Err()}
+		}
+		t.Stop()
+	}
+}
+
+// Release implements Leases.
+func (s *Memory) Release(_ context.Context, l Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.leases[l.Name]; cur != nil && cur.fence == l.Fence {
+		delete(s.leases, l.Name)
+		close(cur.released)
+	}
+	return nil
+}
+
+// Cooldown implements Cooldowns.
+func (s *Memory) Cooldown(ctx context.Context, server string) (Cooldown, error) {
+	if err := ctx.Err(); err != nil {
+		return Cooldown{}, &OpError{Store: s.Name(), Op: "read cooldown", Key: server, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cooldowns[server], nil
+}
+
+// ClaimDial implements Cooldowns.
+func (s *Memory) ClaimDial(ctx context.Context, server string, prev, next Cooldown) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, &OpError{Store: s.Name(), Op: "claim dial", Key: server, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cooldowns[server].Attempts != prev.Attempts {
+		return false, nil
+	}
+	s.cooldowns[server] = next
+	return true, nil
+}
+
+// ServerUp implements Cooldowns.
+func (s *Memory) ServerUp(ctx context.Context, server string) error {
+	if err := ctx.Err(); err != nil {
+		return &OpError{Store: s.Name(), Op: "clear cooldown", Key: server, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.cooldowns, server)
+	for w := range s.watchers[server] {
+		select {
+		case *w <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// WatchUp implements Cooldowns.
+func (s *Memory) WatchUp(server string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	if s.watchers[server] == nil {
+		s.watchers[server] = map[*chan struct{}]struct{}{}
+	}
+	s.watchers[server][&ch] = struct{}{}
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.watchers[server], &ch)
+		if len(s.watchers[server]) == 0 {
+			delete(s.watchers, server)
+		}
+	}
+}
+
+// LoadCatalog implements Catalogs.
+func (s *Memory) LoadCatalog(ctx context.Context, key string) ([]byte, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, &OpError{Store: s.Name(), Op: "load catalog", Key: key, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.catalogs[key]
+	return clone(d), ok, nil
+}
+
+// SaveCatalog implements Catalogs.
+func (s *Memory) SaveCatalog(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return &OpError{Store: s.Name(), Op: "save catalog", Key: key, Err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.catalogs[key] = clone(data)
+	return nil
+}
