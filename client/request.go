@@ -20,6 +20,8 @@ type CallOption func(*callOptions)
 type callOptions struct {
 	timeout  time.Duration
 	progress func(mcp.ProgressNotification) // WithProgress
+	task     bool                           // WithTask
+	taskTTL  time.Duration                  // WithTaskTTL
 }
 
 // applyCallOptions applies opts to a callOptions of its own: the options
@@ -56,13 +58,20 @@ func WithCallTimeout(d time.Duration) CallOption {
 //
 // A tool that the server's ToolFilter keeps out is not called: the error
 // is a *ToolFilteredError, which matches ErrToolNotFound.
+//
+// A tool that declares execution.taskSupport "required" runs as an MCP
+// task, transparently, and so does any tool called WithTask: the call
+// waits for the task's outcome, polling across reconnects, and returns it
+// as Task.Wait does; ctx (and the call's timeout) bound the whole, and if
+// it ends first the server is asked to cancel the task. A server that
+// cannot run the tool as a task fails such a call with ErrTaskUnsupported.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
 	if err := m.filteredTool(server, tool); err != nil {
 		return nil, withOp(opCallTool+" "+tool, server, err)
 	}
 	return run(ctx, m, server, request[*mcp.CallToolResult]{
 		method: string(mcp.MethodToolsCall), name: tool, op: opCallTool, args: args,
-		replay: toolReplayable, send: sendCallTool,
+		replay: toolReplayable, send: sendCallTool, task: m.taskCall(server, tool, opts),
 	}, opts)
 }
 
@@ -206,6 +215,15 @@ type request[T any] struct {
 	accepted func(s *slot)
 	// send makes the request on a runtime's client.
 	send func(ctx context.Context, s *slot, c *mcpclient.Client, name string, args any) (T, error)
+	// task runs a tools/call as an MCP task and waits for its outcome
+	// (callAsTask) instead of sending it: a tool that requires a task, or a
+	// call made WithTask.
+	task bool
+	// patient marks a request that waits on the server's work for as long
+	// as it takes (the tasks/result of a task that waits for input): the
+	// server's call Timeout does not bound it, and its context ending is no
+	// sign of ill health.
+	patient bool
 }
 
 // run is the request pipeline. Every request the host sends a server goes
@@ -270,7 +288,17 @@ func do[T any](ctx context.Context, s *slot, r request[T], args any, opts []Call
 	} else if gen != nil {
 		req = &Request{} // for the attempts' generation alone
 	}
-	res, err := doOn(ctx, s, req, r, args, opts)
+	var (
+		res T
+		err error
+	)
+	if r.task {
+		var out *mcp.CallToolResult
+		out, err = s.m.callAsTask(ctx, s, req, r.name, args, opts)
+		res, _ = any(out).(T)
+	} else {
+		res, err = doOn(ctx, s, req, r, args, opts)
+	}
 	if gen != nil && req.Generation != 0 {
 		*gen = req.Generation
 	}
@@ -313,6 +341,9 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 	m, server := s.m, s.name
 	cfg := s.config()
 	timeout := cfg.spec.Timeout
+	if r.patient {
+		timeout = 0
+	}
 	var o callOptions
 	if len(opts) > 0 {
 		o = applyCallOptions(opts)
@@ -403,7 +434,7 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 			// The caller's context ended while the failure was checked:
 			// some transports give up a moment before the deadline.
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && !r.patient {
 			s.timedOut(l, err)
 		}
 		return zero, canceledError(ctx, server, err)

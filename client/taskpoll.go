@@ -1,0 +1,1103 @@
+package client
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/store"
+)
+
+// taskRegistry holds a Manager's task handles and polls them: one
+// goroutine (run) keeps a heap of the open tasks by when each is due and
+// starts each poll when it is, at most concurrency at a time per server
+// (the others wait in the server's backlog); a poll is a short-lived
+// goroutine that sends through the request pipeline, on whatever runtime
+// the server has then.
+//
+// Locking: mu and each Task's mu are leaves, never held together. A task's
+// state changes under its server's slot lock, when the server is added, so
+// that its events are numbered in order with the slot's (slot.mu →
+// Task.mu).
+type taskRegistry struct {
+	// Set at creation, read-only.
+	m           *Manager
+	store       store.TaskStore
+	interval    time.Duration // when the server gives none
+	concurrency int           // polls per server at once
+
+	seq atomic.Uint64 // numbers the Manager's raw requests (rawCall)
+
+	mu      sync.Mutex // guards the fields below and the Tasks' registry fields
+	tasks   map[taskKey]*Task
+	due     taskHeap
+	servers map[string]*serverPolls
+	running bool // run was started
+	closed  bool // the Manager is closing: no goroutine starts any more
+	wake    chan struct{}
+}
+
+type taskKey struct{ server, id string }
+
+// serverPolls are the polls of one server's tasks under way and waiting.
+type serverPolls struct {
+	active  int
+	backlog []*Task
+}
+
+func newTaskRegistry(m *Manager) *taskRegistry {
+	r := &taskRegistry{m: m, store: m.opts.taskStore, interval: m.opts.taskPollInterval,
+		concurrency: m.opts.taskPollConcurrency,
+		tasks:       map[taskKey]*Task{}, servers: map[string]*serverPolls{}, wake: make(chan struct{}, 1)}
+	if r.store == nil {
+		r.store = defaultTaskStore(m)
+	}
+	return r
+}
+
+// defaultTaskStore is the store of a Manager made without WithTaskStore:
+// a FileTaskStore in the user's cache directory, under the host's client
+// name, or, where there is none, a MemoryTaskStore.
+func defaultTaskStore(m *Manager) store.TaskStore {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		m.opts.logger.Warn("mcpfleet: no user cache directory; open tasks are kept in memory only", "error", err)
+		return store.NewMemoryTaskStore()
+	}
+	return store.NewFileTaskStore(filepath.Join(dir, "mcpfleet", "tasks", safeName(m.opts.clientInfo.Name)))
+}
+
+// safeName makes name a file name: letters, digits, '.', '-' and '_' stay,
+// anything else becomes '_'.
+func safeName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if s := string(b); s != "" && strings.Trim(s, ".") != "" {
+		return s
+	}
+	return "mcpfleet"
+}
+
+// load makes the handles of the tasks in the store, from New. A record it
+// cannot use is logged and left in the store.
+func (r *taskRegistry) load() {
+	ctx, cancel := context.WithTimeout(context.Background(), taskStoreTimeout)
+	defer cancel()
+	records, err := r.store.LoadTasks(ctx)
+	if err != nil {
+		r.m.opts.logger.Error("mcpfleet: task store: some records could not be used", "error", err)
+	}
+	for _, rec := range records {
+		t, ok := r.m.taskFromRecord(rec)
+		if !ok {
+			r.m.opts.logger.Error("mcpfleet: task store: a record of an unknown form was left alone",
+				"server", rec.Server, "task", rec.TaskID, "protocol", rec.Protocol, "status", rec.Status)
+			continue
+		}
+		r.mu.Lock()
+		r.tasks[taskKey{t.server, t.id}] = t
+		if !t.status.Terminal() {
+			t.next = r.m.opts.clock.Now()
+			heap.Push(&r.due, t)
+			r.startLocked()
+		}
+		r.mu.Unlock()
+	}
+}
+
+// startLocked starts the polling goroutine if it is not running. r.mu is
+// held.
+func (r *taskRegistry) startLocked() {
+	if r.running || r.closed {
+		return
+	}
+	r.running = true
+	r.m.wg.Go(r.run)
+}
+
+// goSafe runs f in a goroutine of the Manager's, unless the Manager is
+// closing.
+func (r *taskRegistry) goSafe(f func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.m.wg.Go(f)
+	return true
+}
+
+// close starts no more goroutines; run ends with the Manager's context.
+func (r *taskRegistry) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+}
+
+func (r *taskRegistry) kick() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run starts each task's poll when it is due, until the Manager closes.
+func (r *taskRegistry) run() {
+	ctx := r.m.ctx
+	clock := r.m.opts.clock
+	var (
+		timer <-chan time.Time
+		stop  func() bool
+	)
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		r.mu.Lock()
+		now := clock.Now()
+		for len(r.due) > 0 && !r.due[0].next.After(now) {
+			t := heap.Pop(&r.due).(*Task)
+			r.dispatchLocked(ctx, t)
+		}
+		wait := time.Duration(-1)
+		if len(r.due) > 0 {
+			wait = r.due[0].next.Sub(now)
+		}
+		r.mu.Unlock()
+		if stop != nil {
+			stop()
+			timer, stop = nil, nil
+		}
+		if wait >= 0 {
+			timer, stop = clock.NewTimer(wait)
+		}
+		select {
+		case <-timer:
+			timer, stop = nil, nil
+		case <-r.wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// dispatchLocked starts t's poll, or puts it in its server's backlog when
+// the server has its fill of polls under way. r.mu is held.
+func (r *taskRegistry) dispatchLocked(ctx context.Context, t *Task) {
+	sp := r.servers[t.server]
+	if sp == nil {
+		sp = &serverPolls{}
+		r.servers[t.server] = sp
+	}
+	if sp.active >= r.concurrency {
+		sp.backlog = append(sp.backlog, t)
+		return
+	}
+	sp.active++
+	t.polling = true
+	r.m.wg.Go(func() { r.poll(ctx, t) })
+}
+
+// polled ends t's poll: the next one is due after the interval (at once
+// if one was asked for meanwhile), unless t ended or waits for its server;
+// and the next task of the server's backlog gets the turn.
+func (r *taskRegistry) polled(t *Task) {
+	t.mu.Lock()
+	finished := t.finished
+	interval := r.pollInterval(t.interval)
+	t.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t.polling = false
+	sp := r.servers[t.server]
+	sp.active--
+	if len(sp.backlog) > 0 && !r.closed {
+		next := sp.backlog[0]
+		sp.backlog = slices.Delete(sp.backlog, 0, 1)
+		sp.active++
+		next.polling = true
+		r.m.wg.Go(func() { r.poll(r.m.ctx, next) })
+	}
+	if finished || t.parked || r.tasks[taskKey{t.server, t.id}] != t {
+		return
+	}
+	at := r.m.opts.clock.Now().Add(interval)
+	if t.again {
+		t.again = false
+		at = r.m.opts.clock.Now()
+	}
+	r.scheduleLocked(t, at)
+}
+
+// scheduleLocked makes t due at at. r.mu is held; t's poll is not under
+// way.
+func (r *taskRegistry) scheduleLocked(t *Task, at time.Time) {
+	t.next = at
+	if t.index >= 0 {
+		heap.Fix(&r.due, t.index)
+	} else {
+		heap.Push(&r.due, t)
+	}
+	r.startLocked()
+	r.kick()
+}
+
+// reschedule makes t due at at (or, with now, at once), if it is open and
+// no poll of it is under way; one under way polls again at once when now.
+func (r *taskRegistry) reschedule(t *Task, now bool, after time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tasks[taskKey{t.server, t.id}] != t || t.parked {
+		return
+	}
+	if t.polling {
+		t.again = t.again || now
+		return
+	}
+	at := r.m.opts.clock.Now()
+	if !now {
+		at = at.Add(after)
+	}
+	r.scheduleLocked(t, at)
+}
+
+// pollSoon polls t at once.
+func (r *taskRegistry) pollSoon(t *Task) { r.reschedule(t, true, 0) }
+
+// pollInterval is the interval between polls of a task whose server asked
+// for d (0: it did not).
+func (r *taskRegistry) pollInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return r.interval
+	}
+	return min(max(d, MinTaskPollInterval), MaxTaskPollInterval)
+}
+
+// serverAdded polls at once the tasks that waited for server to be added.
+func (r *taskRegistry) serverAdded(server string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.m.opts.clock.Now()
+	for k, t := range r.tasks {
+		if k.server == server && t.parked {
+			t.parked = false
+			r.scheduleLocked(t, now)
+		}
+	}
+}
+
+// park leaves t unpolled until its server is added.
+func (r *taskRegistry) park(t *Task) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t.parked = true
+	if t.index >= 0 {
+		heap.Remove(&r.due, t.index)
+	}
+}
+
+// add registers a task the server just created, saves it, and schedules
+// its first poll.
+func (r *taskRegistry) add(t *Task) {
+	r.mu.Lock()
+	r.tasks[taskKey{t.server, t.id}] = t
+	r.mu.Unlock()
+	saveErr := r.save(t)
+	r.update(t, func() bool { return true }, EventTaskCreated, saveErr)
+	t.mu.Lock()
+	interval := r.pollInterval(t.interval)
+	t.mu.Unlock()
+	r.reschedule(t, false, interval)
+}
+
+// list returns the handles, oldest first.
+func (r *taskRegistry) list() []*Task {
+	r.mu.Lock()
+	out := make([]*Task, 0, len(r.tasks))
+	for _, t := range r.tasks {
+		out = append(out, t)
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].started.Equal(out[j].started) {
+			return out[i].started.Before(out[j].started)
+		}
+		if out[i].server != out[j].server {
+			return out[i].server < out[j].server
+		}
+		return out[i].id < out[j].id
+	})
+	return out
+}
+
+// lookup returns the open handle of server's task id.
+func (r *taskRegistry) lookup(server, id string) *Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tasks[taskKey{server, id}]
+}
+
+// collect removes t from the registry and its record from the store, once:
+// its outcome was delivered (Wait) or it was forgotten.
+func (r *taskRegistry) collect(t *Task) {
+	t.mu.Lock()
+	if t.collected {
+		t.mu.Unlock()
+		return
+	}
+	t.collected = true
+	t.mu.Unlock()
+	r.mu.Lock()
+	if r.tasks[taskKey{t.server, t.id}] == t {
+		delete(r.tasks, taskKey{t.server, t.id})
+	}
+	if t.index >= 0 {
+		heap.Remove(&r.due, t.index)
+	}
+	r.mu.Unlock()
+	if t.id == "" {
+		return // answered at once: never stored
+	}
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	t.deleted = true
+	ctx, cancel := context.WithTimeout(context.Background(), taskStoreTimeout)
+	defer cancel()
+	if err := r.store.DeleteTask(ctx, t.server, t.id); err != nil {
+		r.m.opts.logger.Error("mcpfleet: task store: could not delete a collected task", "server", t.server, "task", t.id, "error", err)
+	}
+}
+
+// save writes what t is now to the store. Saves of one task are ordered:
+// the last one writes the latest state.
+func (r *taskRegistry) save(t *Task) error {
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	if t.deleted {
+		return nil
+	}
+	t.mu.Lock()
+	rec := t.recordLocked()
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), taskStoreTimeout)
+	defer cancel()
+	err := r.store.SaveTask(ctx, rec)
+	if err != nil {
+		r.m.opts.logger.Error("mcpfleet: task store: could not save a task; it is polled all the same, but would not outlive this Manager",
+			"server", t.server, "task", t.id, "error", err)
+	}
+	return err
+}
+
+// saveLater saves t in the background: for changes seen where no I/O may
+// be done (a notification, on the transport's goroutine).
+func (r *taskRegistry) saveLater(t *Task) {
+	r.goSafe(func() { _ = r.save(t) })
+}
+
+// update runs change on t under its lock (and its slot's, if the server
+// is added, so that the event is in order with the slot's), and emits the
+// event of t's status if it is one not emitted yet, or of kind force if it
+// is not zero; err goes in the event. change reports whether it changed
+// anything. A terminal status has its event only once the outcome is
+// known.
+func (r *taskRegistry) update(t *Task, change func() bool, force EventKind, err error) bool {
+	r.m.mu.RLock()
+	s := r.m.slots[t.server]
+	r.m.mu.RUnlock()
+	if s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	t.mu.Lock()
+	changed := change()
+	kind, due := force, force != noEvent
+	if !due && t.status != t.emitted && (!t.status.Terminal() || t.finished) {
+		kind, due = taskEventKind(t.status), true
+	}
+	var e Event
+	if due {
+		t.emitted = t.status
+		info := t.infoLocked()
+		e = Event{Kind: kind, Task: &info, Err: err}
+		if e.Err == nil && t.finished {
+			e.Err = t.err
+		}
+	}
+	t.mu.Unlock()
+	if due {
+		if s != nil {
+			s.emitLocked(e)
+		} else {
+			e.Time, e.Server = r.m.opts.clock.Now(), t.server
+			r.m.bus.publish(e)
+		}
+	}
+	return changed
+}
+
+// observe takes in what the server says of t (a poll's answer or a
+// notification). It reports whether the record changed.
+func (r *taskRegistry) observe(t *Task, w *wireTask) bool {
+	return r.update(t, func() bool {
+		if t.finished {
+			return false
+		}
+		changed := false
+		// A status the server reported cannot go back from terminal: a
+		// poll answered before a notification said the task ended must
+		// not undo it.
+		if w.Status != t.status && !t.status.Terminal() {
+			t.status, changed = w.Status, true
+		}
+		if w.Message != t.message {
+			t.message, changed = w.Message, true
+		}
+		if w.RequestState != t.requestState && (w.RequestState != "" || t.proto == protoExt) {
+			t.requestState, changed = w.RequestState, true
+		}
+		if !w.Created.IsZero() && !w.Created.Equal(t.created) {
+			t.created, changed = w.Created, true
+		}
+		if w.TTL != t.ttl && w.TTL > 0 {
+			t.ttl, changed = w.TTL, true
+		}
+		if w.PollInterval > 0 && w.PollInterval != t.interval {
+			t.interval, changed = w.PollInterval, true
+		}
+		return changed
+	}, noEvent, nil)
+}
+
+// finish sets t's outcome, once: status st with res or err. It emits the
+// terminal event and takes t off the schedule; it reports whether it set
+// the outcome, which the caller then saves (end does both), so that the
+// store keeps it until a Wait collects it.
+func (r *taskRegistry) finish(t *Task, st TaskStatus, res *mcp.CallToolResult, err error, why string) bool {
+	changed := r.update(t, func() bool {
+		if t.finished {
+			return false
+		}
+		t.finished = true
+		t.status, t.result, t.err = st, res, err
+		if why != "" {
+			t.message = why
+		}
+		close(t.done)
+		return true
+	}, noEvent, nil)
+	if !changed {
+		return false
+	}
+	r.mu.Lock()
+	if t.index >= 0 {
+		heap.Remove(&r.due, t.index)
+	}
+	r.mu.Unlock()
+	return true
+}
+
+// end is finish, and saves the outcome.
+func (r *taskRegistry) end(t *Task, st TaskStatus, res *mcp.CallToolResult, err error, why string) {
+	if r.finish(t, st, res, err, why) && t.id != "" {
+		_ = r.save(t)
+	}
+}
+
+// abandon cancels t on its server and forgets it, in the background: the
+// call that ran it as a task gave up.
+func (r *taskRegistry) abandon(t *Task) {
+	r.goSafe(func() {
+		ctx, cancel := context.WithTimeout(r.m.ctx, r.m.opts.closeTimeout)
+		defer cancel()
+		if err := t.Cancel(ctx); err != nil && r.m.ctx.Err() == nil {
+			r.m.opts.logger.Info("mcpfleet: could not cancel the task of a call that gave up",
+				"server", t.server, "task", t.id, "error", err)
+		}
+		_ = t.Forget(ctx)
+	})
+}
+
+// startSend is the send function of a task-augmented tools/call of form
+// proto: it starts the task and returns its handle, registered and saved
+// (or, for a server that answered at once, a handle that is complete).
+func (r *taskRegistry) startSend(proto taskProto, ttl time.Duration) func(context.Context, *slot, *mcpclient.Client, string, any) (*Task, error) {
+	return func(ctx context.Context, s *slot, c *mcpclient.Client, tool string, args any) (*Task, error) {
+		if err := checkProto(proto, c); err != nil {
+			return nil, err
+		}
+		params := map[string]any{"name": tool}
+		if a := omitNil(args); a != nil {
+			params["arguments"] = a
+		}
+		if proto == protoCore {
+			tp := map[string]any{}
+			if ttl > 0 {
+				tp["ttl"] = ttl.Milliseconds()
+			}
+			params["task"] = tp
+		}
+		for round := 1; ; round++ {
+			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodToolsCall), params, tool, proto == protoExt)
+			if err != nil {
+				return nil, err
+			}
+			a, err := parseStartAnswer(proto, raw)
+			if err != nil {
+				return nil, err
+			}
+			if a.input == nil {
+				return r.started(s, tool, proto, a), nil
+			}
+			// 2026-07-28: the server asks for input before it takes the
+			// call (SEP-2322); the call goes again with the answers.
+			if round >= maxInputRounds {
+				return nil, fmt.Errorf("the server asked for input %d times in a row", round)
+			}
+			responses, err := r.fulfil(ctx, s, c, a.input)
+			if err != nil {
+				return nil, err
+			}
+			params["inputResponses"] = responses
+			delete(params, "requestState")
+			if a.requestState != "" {
+				params["requestState"] = a.requestState
+			}
+		}
+	}
+}
+
+// maxInputRounds bounds the rounds of input a tools/call may ask for.
+const maxInputRounds = 8
+
+// started makes the handle of what a task-augmented tools/call returned.
+func (r *taskRegistry) started(s *slot, tool string, proto taskProto, a *startAnswer) *Task {
+	now := r.m.opts.clock.Now()
+	if a.result != nil {
+		t := newTask(r.m, s.name, tool, "", proto, now)
+		t.status, t.emitted, t.result = TaskCompleted, TaskCompleted, a.result
+		t.finished = true
+		t.collected = true // nothing to collect: it is in no registry or store
+		close(t.done)
+		return t
+	}
+	w := a.task
+	t := newTask(r.m, s.name, tool, w.ID, proto, now)
+	t.status, t.emitted, t.message, t.created = w.Status, w.Status, w.Message, w.Created
+	t.ttl, t.interval, t.requestState = w.TTL, w.PollInterval, w.RequestState
+	r.add(t)
+	return t
+}
+
+// poll asks the server where t is, and does what its answer asks for.
+func (r *taskRegistry) poll(ctx context.Context, t *Task) {
+	defer r.polled(t)
+	r.m.mu.RLock()
+	s := r.m.slots[t.server]
+	r.m.mu.RUnlock()
+	if s == nil {
+		r.park(t)
+		return
+	}
+	s.mu.Lock()
+	accepting := s.state.Accepting()
+	s.mu.Unlock()
+	if !accepting {
+		return // Disabled, failed, waiting for authorization: not now
+	}
+	t.mu.Lock()
+	finished, st := t.finished, t.status
+	t.mu.Unlock()
+	if finished {
+		return
+	}
+	var w *wireTask
+	// A 2025-11-25 task a notification said has ended only needs its
+	// outcome collected.
+	if t.proto == protoExt || !st.Terminal() {
+		var err error
+		w, err = r.get(ctx, s, t)
+		if err != nil {
+			r.pollFailed(ctx, t, err)
+			return
+		}
+		t.mu.Lock()
+		t.pollErrs = 0
+		t.mu.Unlock()
+		if r.observe(t, w) {
+			_ = r.save(t)
+		}
+		st = w.Status
+	}
+	r.act(ctx, s, t, st, w)
+}
+
+// act does what t's status st asks for; w is the server's answer that
+// said so, or nil (a 2025-11-25 task a notification said has ended).
+func (r *taskRegistry) act(ctx context.Context, s *slot, t *Task, st TaskStatus, w *wireTask) {
+	switch {
+	case st == TaskCancelled:
+		why := ""
+		if w != nil {
+			why = w.Message
+		}
+		r.end(t, TaskCancelled, nil, t.taskError(ErrTaskCancelled, nil, why), "")
+	case t.proto == protoExt:
+		r.actExt(ctx, s, t, w)
+	case st == TaskCompleted || st == TaskFailed:
+		r.collectResult(ctx, s, t, st)
+	case st == TaskInputRequired:
+		r.startWaiter(s, t)
+	}
+}
+
+// actExt does what a task of the extension asks for: its outcome is in
+// the answer, and so are the input requests it waits for.
+func (r *taskRegistry) actExt(ctx context.Context, s *slot, t *Task, w *wireTask) {
+	switch w.Status {
+	case TaskCompleted:
+		res, err := parseToolResult(w.Result)
+		if err != nil {
+			r.pollFailed(ctx, t, serverError(ErrServerError, t.server, fmt.Errorf("the completed task's result: %w", err)))
+			return
+		}
+		r.end(t, TaskCompleted, res, nil, "")
+	case TaskFailed:
+		var cause error
+		if w.Error != nil {
+			cause = w.Error.AsError()
+		}
+		r.end(t, TaskFailed, nil, t.taskError(ErrTaskFailed, cause, w.Message), "")
+	case TaskInputRequired:
+		r.answer(ctx, s, t, w.InputRequests)
+	}
+}
+
+// get sends tasks/get for t through the request pipeline.
+func (r *taskRegistry) get(ctx context.Context, s *slot, t *Task) (*wireTask, error) {
+	return do(ctx, s, request[*wireTask]{
+		method: string(mcp.MethodTasksGet), name: t.id, op: "poll task", replay: alwaysReplayable,
+		send: func(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (*wireTask, error) {
+			if err := checkProto(t.proto, c); err != nil {
+				return nil, err
+			}
+			t.mu.Lock()
+			rs := t.requestState
+			t.mu.Unlock()
+			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksGet), taskParams(id, rs), id, t.proto == protoExt)
+			if err != nil {
+				return nil, err
+			}
+			w, err := parseWireTask(t.proto, raw)
+			if err == nil && w.ID != id {
+				err = fmt.Errorf("tasks/get of task %s answered about task %s", id, w.ID)
+			}
+			return w, err
+		},
+	}, nil, r.pollOptions(s), nil)
+}
+
+// pollOptions bound a poll: by the server's call Timeout, or else by
+// taskPollTimeout.
+func (r *taskRegistry) pollOptions(s *slot) []CallOption {
+	if s.config().spec.Timeout > 0 {
+		return nil
+	}
+	return taskPollTimeoutOption
+}
+
+// taskPollTimeout bounds a poll of a server with no call Timeout.
+const taskPollTimeout = 30 * time.Second
+
+var taskPollTimeoutOption = []CallOption{WithCallTimeout(taskPollTimeout)}
+
+// pollFailed decides what a failed poll of t means: the server's answer
+// that it no longer knows the task (or a run of error answers) loses it;
+// a server that was removed parks it until it is added again; anything
+// else (a server reconnecting, disabled, a lost exchange, a timeout) is
+// tried again at the next poll.
+func (r *taskRegistry) pollFailed(ctx context.Context, t *Task, err error) {
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(err, ErrUnknownServer) || errors.Is(err, ErrClosed):
+		r.park(t)
+	case errors.Is(err, errWrongProtocol):
+		r.lose(t, err, "")
+	case errors.Is(err, ErrServerError):
+		if taskGone(err) {
+			r.lose(t, err, "")
+			return
+		}
+		t.mu.Lock()
+		t.pollErrs++
+		n := t.pollErrs
+		t.mu.Unlock()
+		if n >= maxTaskPollErrors {
+			r.lose(t, err, fmt.Sprintf("the server answered %d polls in a row with an error", n))
+		}
+	}
+}
+
+// lose ends t as lost, saying why: its ttl passed, or the server no
+// longer knows it.
+func (r *taskRegistry) lose(t *Task, cause error, why string) {
+	if why == "" {
+		why = "the server no longer knows the task"
+		t.mu.Lock()
+		if t.ttl > 0 && !t.created.IsZero() && r.m.opts.clock.Now().After(t.created.Add(t.ttl)) {
+			why = fmt.Sprintf("the task expired (ttl %v from %s)", t.ttl, t.created.Format(time.RFC3339))
+		}
+		t.mu.Unlock()
+	}
+	r.end(t, TaskLost, nil, t.taskError(ErrTaskLost, cause, why), why)
+}
+
+// taskGone reports whether a server's error answer about a task says the
+// server does not know it: invalid params, the protocols' answer for an
+// unknown or expired task id; a method not found, from a server that no
+// longer does tasks; or, from servers that answer with another code, a
+// message that says not found or expired.
+func taskGone(err error) bool {
+	if errors.Is(err, mcp.ErrInvalidParams) || errors.Is(err, mcp.ErrMethodNotFound) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "not found") || strings.Contains(msg, "expired")
+}
+
+// collectResult fetches the outcome of a 2025-11-25 task that ended
+// (tasks/result).
+func (r *taskRegistry) collectResult(ctx context.Context, s *slot, t *Task, st TaskStatus) {
+	res, err := r.result(ctx, s, t, false)
+	switch {
+	case err == nil && st == TaskFailed:
+		r.end(t, TaskFailed, nil, t.taskError(ErrTaskFailed, nil, t.Info().Message), "")
+	case err == nil:
+		r.end(t, TaskCompleted, res, nil, "")
+	case st == TaskFailed && errors.Is(err, ErrServerError) && !taskGone(err):
+		r.end(t, TaskFailed, nil, t.taskError(ErrTaskFailed, errors.Unwrap(err), ""), "")
+	default:
+		r.pollFailed(ctx, t, err)
+	}
+}
+
+// result sends tasks/result for t. A patient one waits as long as the
+// task runs, and ends with t's runtime.
+func (r *taskRegistry) result(ctx context.Context, s *slot, t *Task, patient bool) (*mcp.CallToolResult, error) {
+	return do(ctx, s, request[*mcp.CallToolResult]{
+		method: string(mcp.MethodTasksResult), name: t.id, op: "collect task", replay: alwaysReplayable, patient: patient,
+		send: func(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (*mcp.CallToolResult, error) {
+			if err := checkProto(t.proto, c); err != nil {
+				return nil, err
+			}
+			if patient {
+				// Ends at detach, so that Disable does not wait for it.
+				if l := s.leaseOf(c); l != nil {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					defer cancel()
+					defer context.AfterFunc(l.ctx, cancel)()
+				}
+			}
+			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksResult), taskParams(id, ""), id, false)
+			if err != nil {
+				return nil, err
+			}
+			return parseToolResult(raw)
+		},
+	}, nil, r.pollOptions(s), nil)
+}
+
+// startWaiter sends a patient tasks/result for a 2025-11-25 task that
+// waits for input: that is where such a server asks the host for it (the
+// requests reach the host's handlers as any of the server's requests do),
+// and the answer is the task's outcome. Polls go on meanwhile.
+func (r *taskRegistry) startWaiter(s *slot, t *Task) {
+	t.mu.Lock()
+	if t.waiting {
+		t.mu.Unlock()
+		return
+	}
+	t.waiting = true
+	t.mu.Unlock()
+	started := r.goSafe(func() {
+		defer func() {
+			t.mu.Lock()
+			t.waiting = false
+			t.mu.Unlock()
+		}()
+		res, err := r.result(r.m.ctx, s, t, true)
+		if err != nil {
+			if r.m.ctx.Err() == nil && errors.Is(err, ErrServerError) && taskGone(err) {
+				r.lose(t, err, "")
+			}
+			return // the next poll sees where the task is
+		}
+		// mcp-go's server answers tasks/result of a cancelled task with an
+		// empty result: the status says which it was.
+		w, err := r.get(r.m.ctx, s, t)
+		if err == nil && r.observe(t, w) {
+			_ = r.save(t)
+		}
+		if err == nil && w.Status == TaskCancelled {
+			r.end(t, TaskCancelled, nil, t.taskError(ErrTaskCancelled, nil, w.Message), "")
+			return
+		}
+		r.end(t, TaskCompleted, res, nil, "")
+	})
+	if !started {
+		t.mu.Lock()
+		t.waiting = false
+		t.mu.Unlock()
+	}
+}
+
+// answer answers, with the host's handlers, the input requests a task of
+// the extension waits for that were not answered yet, and sends the
+// answers (tasks/update). A request the host cannot answer (no handler for
+// it, or the handler failed) fails the task, which the server is asked to
+// cancel.
+func (r *taskRegistry) answer(ctx context.Context, s *slot, t *Task, inputs mcp.InputRequests) {
+	t.mu.Lock()
+	todo := mcp.InputRequests{}
+	for k, in := range inputs {
+		if !t.answered[k] {
+			todo[k] = in
+		}
+	}
+	rs := t.requestState
+	t.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	_, err := do(ctx, s, request[struct{}]{
+		method: methodTasksUpdate, name: t.id, op: "answer task", replay: alwaysReplayable,
+		send: func(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (struct{}, error) {
+			if err := checkProto(t.proto, c); err != nil {
+				return struct{}{}, err
+			}
+			responses, err := r.fulfil(ctx, s, c, todo)
+			if err != nil {
+				return struct{}{}, &inputError{err}
+			}
+			p := taskParams(id, rs)
+			p["inputResponses"] = responses
+			_, err = r.rawCall(ctx, s, c, methodTasksUpdate, p, id, true)
+			return struct{}{}, err
+		},
+	}, nil, r.pollOptions(s), nil)
+	var ie *inputError
+	switch {
+	case errors.As(err, &ie):
+		r.end(t, TaskFailed, nil, t.taskError(ErrTaskFailed, ie.err, "the host could not answer the server's request for input"), "")
+		r.goSafe(func() {
+			cctx, cancel := context.WithTimeout(r.m.ctx, r.m.opts.closeTimeout)
+			defer cancel()
+			_, _ = do(cctx, s, request[struct{}]{method: string(mcp.MethodTasksCancel), name: t.id,
+				op: "cancel " + t.tool + " task", replay: alwaysReplayable, send: t.sendCancel}, nil, nil, nil)
+		})
+	case err != nil:
+		r.pollFailed(ctx, t, err)
+	default:
+		r.update(t, func() bool {
+			for k := range todo {
+				t.answered[k] = true
+			}
+			return true
+		}, noEvent, nil)
+		_ = r.save(t)
+		r.pollSoon(t)
+	}
+}
+
+// inputError is the failure to answer a server's input request.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return "answering the server's input request: " + e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+// fulfil answers input requests with the host's handlers, in key order, as
+// the runtime of c would answer the server's own requests (the same
+// admission, the same interceptors).
+func (r *taskRegistry) fulfil(ctx context.Context, s *slot, c *mcpclient.Client, inputs mcp.InputRequests) (mcp.InputResponses, error) {
+	l := s.leaseOf(c)
+	if l == nil {
+		return nil, errors.New("the runtime was replaced")
+	}
+	h := &leaseHandlers{m: r.m, l: l}
+	keys := make([]string, 0, len(inputs))
+	for k := range inputs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make(mcp.InputResponses, len(inputs))
+	for _, k := range keys {
+		in := inputs[k]
+		switch in.Method {
+		case mcp.MethodElicitationCreate:
+			if r.m.opts.elicitation == nil || in.Elicitation == nil {
+				return nil, fmt.Errorf("%q: elicitation: the host has no elicitation handler", k)
+			}
+			res, err := h.Elicit(ctx, mcp.ElicitationRequest{Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: *in.Elicitation})
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", k, err)
+			}
+			out[k] = mcp.NewElicitationInputResponse(*res)
+		case mcp.MethodSamplingCreateMessage:
+			if r.m.opts.sampling == nil || in.Sampling == nil {
+				return nil, fmt.Errorf("%q: sampling: the host has no sampling handler", k)
+			}
+			res, err := h.CreateMessage(ctx, mcp.CreateMessageRequest{Request: mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)}, CreateMessageParams: *in.Sampling})
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", k, err)
+			}
+			out[k] = mcp.NewSamplingInputResponse(*res)
+		case mcp.MethodListRoots:
+			if !r.m.opts.rootsEnabled {
+				return nil, fmt.Errorf("%q: roots: the host declares no roots", k)
+			}
+			res, err := h.ListRoots(ctx, mcp.ListRootsRequest{})
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", k, err)
+			}
+			out[k] = mcp.NewRootsInputResponse(*res)
+		default:
+			return nil, fmt.Errorf("%q: unsupported input request %q", k, in.Method)
+		}
+	}
+	return out, nil
+}
+
+// sendCancel is the send function of tasks/cancel. A 2025-11-25 server
+// answers with the task, which is taken in.
+func (t *Task) sendCancel(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (struct{}, error) {
+	if err := checkProto(t.proto, c); err != nil {
+		return struct{}{}, err
+	}
+	t.mu.Lock()
+	rs := t.requestState
+	t.mu.Unlock()
+	r := t.m.tasks
+	raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksCancel), taskParams(id, rs), id, t.proto == protoExt)
+	if err != nil {
+		return struct{}{}, err
+	}
+	if t.proto == protoCore {
+		if w, err := parseWireTask(t.proto, raw); err == nil && w.ID == id {
+			if r.observe(t, w) {
+				_ = r.save(t)
+			}
+			if w.Status == TaskCancelled {
+				r.end(t, TaskCancelled, nil, t.taskError(ErrTaskCancelled, nil, w.Message), "")
+			}
+		}
+	}
+	return struct{}{}, nil
+}
+
+// onStatus takes in a notifications/tasks/status from l's server: the
+// handle is updated at once, its next poll comes an interval from now, or
+// at once when the status asks for a request (an outcome to collect, input
+// to give). It runs on the transport's goroutine and does no I/O.
+func (r *taskRegistry) onStatus(l *lease, n mcp.JSONRPCNotification) {
+	if l.ctx.Err() != nil {
+		return // from a detached runtime
+	}
+	raw, err := json.Marshal(n.Params)
+	if err != nil {
+		return
+	}
+	var probe struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(raw, &probe) != nil || probe.TaskID == "" {
+		return
+	}
+	t := r.lookup(l.slot.name, probe.TaskID)
+	if t == nil {
+		return // not a task of this Manager's
+	}
+	w, err := parseWireTask(t.proto, raw)
+	if err != nil {
+		r.m.opts.logger.Debug("mcpfleet: a task status notification that does not parse was ignored",
+			"server", t.server, "task", t.id, "error", err)
+		return
+	}
+	if r.observe(t, w) {
+		r.saveLater(t)
+	}
+	switch {
+	case w.Status == TaskCancelled:
+		r.finish(t, TaskCancelled, nil, t.taskError(ErrTaskCancelled, nil, w.Message), "")
+		r.saveLater(t)
+	case t.proto == protoExt && w.Status == TaskCompleted && len(w.Result) > 0:
+		if res, err := parseToolResult(w.Result); err == nil {
+			r.finish(t, TaskCompleted, res, nil, "")
+			r.saveLater(t)
+			return
+		}
+		r.pollSoon(t)
+	case t.proto == protoExt && w.Status == TaskFailed && w.Error != nil:
+		r.finish(t, TaskFailed, nil, t.taskError(ErrTaskFailed, w.Error.AsError(), w.Message), "")
+		r.saveLater(t)
+	case w.Status == TaskWorking:
+		t.mu.Lock()
+		interval := r.pollInterval(t.interval)
+		t.mu.Unlock()
+		r.reschedule(t, false, interval)
+	default:
+		r.pollSoon(t)
+	}
+}
+
+// leaseOf returns the slot's lease if it is c's, or nil.
+func (s *slot) leaseOf(c *mcpclient.Client) *lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.lease; l != nil && l.client == c {
+		return l
+	}
+	return nil
+}
+
+// taskHeap orders tasks by when their next poll is due.
+type taskHeap []*Task
+
+func (h taskHeap) Len() int           { return len(h) }
+func (h taskHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h taskHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *taskHeap) Push(x any) {
+	t := x.(*Task)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *taskHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	t.index = -1
+	*h = old[:len(old)-1]
+	return t
+}
