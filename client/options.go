@@ -94,6 +94,9 @@ type options struct {
 	taskStore           store.TaskStore // nil: the default file store
 	taskPollInterval    time.Duration
 	taskPollConcurrency int
+	// taskPolled, set by tests only, is told of every poll of a task as it
+	// ends, with no lock held.
+	taskPolled func(*Task)
 }
 
 func defaultOptions() options {

@@ -221,6 +221,9 @@ func (r *taskRegistry) dispatchLocked(ctx context.Context, t *Task) {
 // if one was asked for meanwhile), unless t ended or waits for its server;
 // and the next task of the server's backlog gets the turn.
 func (r *taskRegistry) polled(t *Task) {
+	if f := r.m.opts.taskPolled; f != nil {
+		defer f(t)
+	}
 	t.mu.Lock()
 	finished := t.finished
 	interval := r.pollInterval(t.interval)
@@ -763,7 +766,13 @@ func (r *taskRegistry) lose(t *Task, cause error, why string) {
 	if why == "" {
 		why = "the server no longer knows the task"
 		t.mu.Lock()
-		if t.ttl > 0 && !t.created.IsZero() && r.m.opts.clock.Now().After(t.created.Add(t.ttl)) {
+		switch {
+		case cause != nil && strings.Contains(strings.ToLower(cause.Error()), "expired"):
+			why = "the task expired"
+			if t.ttl > 0 {
+				why = fmt.Sprintf("the task expired (ttl %v)", t.ttl)
+			}
+		case t.ttl > 0 && !t.created.IsZero() && r.m.opts.clock.Now().After(t.created.Add(t.ttl)):
 			why = fmt.Sprintf("the task expired (ttl %v from %s)", t.ttl, t.created.Format(time.RFC3339))
 		}
 		t.mu.Unlock()

@@ -1,0 +1,461 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/taskserver"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/store"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+)
+
+// taskEnv is a Manager on a fake clock and a memory task store, with its
+// events recorded and its task polls reported, for the task tests.
+type taskEnv struct {
+	t      *testing.T
+	m      *Manager
+	clock  *fakeclock.Clock
+	store  store.TaskStore
+	rec    *recorder
+	polled chan string // the id of each task whose poll ended
+	ctx    context.Context
+}
+
+func newTaskEnv(t *testing.T, st store.TaskStore, opts ...Option) *taskEnv {
+	t.Helper()
+	if st == nil {
+		st = store.NewMemoryTaskStore()
+	}
+	clock := fakeclock.New(time.Unix(1_000_000, 0))
+	return newTaskEnvClock(t, st, clock, opts...)
+}
+
+func newTaskEnvClock(t *testing.T, st store.TaskStore, clock *fakeclock.Clock, opts ...Option) *taskEnv {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	e := &taskEnv{t: t, clock: clock, store: st, polled: make(chan string, 1<<14), ctx: ctx}
+	polled := func(task *Task) {
+		select {
+		case e.polled <- task.ID():
+		default:
+		}
+	}
+	e.m = New(append([]Option{WithClock(clock), WithTaskStore(st), WithIdleProbe(-1),
+		func(o *options) { o.taskPolled = polled }}, opts...)...)
+	e.rec = record(e.m)
+	t.Cleanup(func() {
+		if err := e.m.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		<-e.rec.done
+	})
+	return e
+}
+
+// add adds a server and waits for it to connect.
+func (e *taskEnv) add(name string, spec ServerSpec) {
+	e.t.Helper()
+	if err := e.m.Add(e.ctx, name, spec); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.m.WaitFor(e.ctx, name, lifecycle.Connected); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// event waits for the first task event of kind about task id ("" for
+// any).
+func (e *taskEnv) event(kind EventKind, id string) Event {
+	e.t.Helper()
+	return e.rec.wait(e.t, func(ev Event) bool {
+		return ev.Kind == kind && ev.Task != nil && (id == "" || ev.Task.ID == id)
+	})
+}
+
+// count counts the task events of kind about task id.
+func (e *taskEnv) count(kind EventKind, id string) int {
+	return e.rec.count(0, func(ev Event) bool { return ev.Kind == kind && ev.Task != nil && ev.Task.ID == id })
+}
+
+// tick advances the clock by d and waits for a poll of task id to end.
+func (e *taskEnv) tick(id string, d time.Duration) {
+	e.t.Helper()
+	for drained := false; !drained; {
+		select {
+		case <-e.polled:
+		default:
+			drained = true
+		}
+	}
+	e.clock.Advance(d)
+	for {
+		select {
+		case got := <-e.polled:
+			if got == id {
+				return
+			}
+		case <-e.ctx.Done():
+			e.t.Fatalf("waiting for a poll of task %s: %v", id, e.ctx.Err())
+		}
+	}
+}
+
+// pollUntil polls task id, a tick of d at a time, until cond holds, at
+// most rounds times.
+func (e *taskEnv) pollUntil(id string, d time.Duration, rounds int, cond func() bool) {
+	e.t.Helper()
+	for range rounds {
+		if cond() {
+			return
+		}
+		e.tick(id, d)
+	}
+	if !cond() {
+		e.t.Fatalf("task %s: the condition did not hold after %d polls", id, rounds)
+	}
+}
+
+// records returns the store's records.
+func (e *taskEnv) records() []store.TaskRecord {
+	e.t.Helper()
+	rs, err := e.store.LoadTasks(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rs
+}
+
+func resultText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if res == nil || len(res.Content) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	tc, ok := res.Content[0].(mcp.TextContent)
+	if !ok {
+		t.Fatalf("content %T", res.Content[0])
+	}
+	return tc.Text
+}
+
+// A task on mcp-go's server in process: started, listed, saved; its
+// completion notification brings the outcome without any poll coming due;
+// Wait returns it, a second Wait the same, and the task leaves the list
+// and the store.
+func TestTaskStartWait(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{Dialer: ts.Dial})
+	if st, _ := e.m.Status("jobs"); st.Protocol != mcp.LATEST_LEGACY_PROTOCOL_VERSION {
+		t.Fatalf("protocol %q", st.Protocol)
+	}
+
+	task, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.ID() == "" || task.Server() != "jobs" || task.Tool() != taskserver.ToolWork || task.Status() != TaskWorking {
+		t.Fatalf("task %+v", task.Info())
+	}
+	if info := task.Info(); info.Protocol != TaskProtocolCore {
+		t.Fatalf("info %+v", info)
+	}
+	created := e.event(EventTaskCreated, task.ID())
+	if created.Server != "jobs" || created.Task.Tool != taskserver.ToolWork || created.Err != nil {
+		t.Fatalf("created event %+v", created)
+	}
+	if tasks := e.m.Tasks(); len(tasks) != 1 || tasks[0] != task {
+		t.Fatalf("Tasks() = %v", tasks)
+	}
+	if rs := e.records(); len(rs) != 1 || rs[0].TaskID != task.ID() || rs[0].Status != "working" || rs[0].Protocol != TaskProtocolCore {
+		t.Fatalf("records %+v", rs)
+	}
+	taskserver.Await(t, e.ctx, ts.Started(), "the job to start")
+
+	ts.Release("a") // no clock advance: the server's notification does it
+	res, err := task.Wait(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != "done a" {
+		t.Fatalf("result %q", got)
+	}
+	if ev := e.event(EventTaskCompleted, task.ID()); ev.Err != nil || ev.Task.Status != TaskCompleted {
+		t.Fatalf("completed event %+v", ev)
+	}
+	again, err := task.Wait(e.ctx)
+	if err != nil || again != res {
+		t.Fatalf("second Wait: %p %v, want %p", again, err, res)
+	}
+	if tasks := e.m.Tasks(); len(tasks) != 0 {
+		t.Fatalf("Tasks() after Wait = %v", tasks)
+	}
+	if rs := e.records(); len(rs) != 0 {
+		t.Fatalf("records after Wait %+v", rs)
+	}
+}
+
+// The targets of issue 27: a task survives the TCP connection cut by a
+// fault proxy while it runs, the Manager closed and a new one opened on
+// the same store, and Disable/Enable; its result arrives once.
+func TestTaskSurvivesConnectionCut(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	hs := taskserver.StartHTTP(t, ts)
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}})
+	task, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "cut"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskserver.Await(t, e.ctx, ts.Started(), "the job to start")
+	if n := hs.Cut(); n == 0 {
+		t.Fatal("the proxy had no connection to cut")
+	}
+	e.tick(task.ID(), DefaultTaskPollInterval) // the poll after the cut
+	if st := task.Status(); st != TaskWorking {
+		t.Fatalf("after the cut: %s (%s)", st, task.Info().Message)
+	}
+	ts.Release("cut")
+	e.pollUntil(task.ID(), DefaultTaskPollInterval, 5, func() bool { return task.Status().Terminal() })
+	res, err := task.Wait(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != "done cut" {
+		t.Fatalf("result %q", got)
+	}
+	e.event(EventTaskCompleted, task.ID())
+	if n := e.count(EventTaskCompleted, task.ID()); n != 1 {
+		t.Fatalf("%d completed events", n)
+	}
+	select {
+	case job := <-ts.Started():
+		t.Fatalf("the job ran again: %q", job)
+	default:
+	}
+}
+
+func TestTaskSurvivesManagerRestart(t *testing.T) {
+	for name, mk := range map[string]func(t *testing.T) store.TaskStore{
+		"memory": func(*testing.T) store.TaskStore { return store.NewMemoryTaskStore() },
+		"file":   func(t *testing.T) store.TaskStore { return store.NewFileTaskStore(t.TempDir()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := taskserver.New()
+			defer ts.Close()
+			hs := taskserver.StartHTTP(t, ts)
+			st := mk(t)
+			spec := ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}}
+
+			first := newTaskEnv(t, st)
+			first.add("jobs", spec)
+			task, err := first.m.StartTask(first.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "restart"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			taskserver.Await(t, first.ctx, ts.Started(), "the job to start")
+			if err := first.m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := task.Wait(first.ctx); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Wait on a closed Manager: %v", err)
+			}
+			if rs := first.records(); len(rs) != 1 || rs[0].TaskID != task.ID() {
+				t.Fatalf("records after Close: %+v", rs)
+			}
+
+			second := newTaskEnv(t, st)
+			tasks := second.m.Tasks()
+			if len(tasks) != 1 || tasks[0].ID() != task.ID() || tasks[0].Server() != "jobs" ||
+				tasks[0].Tool() != taskserver.ToolWork || tasks[0].Status() != TaskWorking {
+				t.Fatalf("the new Manager's tasks: %v", tasks)
+			}
+			again := tasks[0]
+			second.add("jobs", spec) // its tasks are polled from now on
+			second.tick(again.ID(), DefaultTaskPollInterval)
+			ts.Release("restart")
+			second.pollUntil(again.ID(), DefaultTaskPollInterval, 5, func() bool { return again.Status().Terminal() })
+			res, err := again.Wait(second.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultText(t, res); got != "done restart" {
+				t.Fatalf("result %q", got)
+			}
+			if rs := second.records(); len(rs) != 0 {
+				t.Fatalf("records after Wait: %+v", rs)
+			}
+			second.event(EventTaskCompleted, again.ID())
+			if n := second.count(EventTaskCompleted, again.ID()); n != 1 {
+				t.Fatalf("%d completed events", n)
+			}
+		})
+	}
+}
+
+func TestTaskSurvivesDisableEnable(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	hs := taskserver.StartHTTP(t, ts)
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}})
+	task, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "toggle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskserver.Await(t, e.ctx, ts.Started(), "the job to start")
+	if err := e.m.Disable(e.ctx, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	ts.Release("toggle")
+	e.tick(task.ID(), DefaultTaskPollInterval) // a disabled server's tasks wait
+	if st := task.Status(); st != TaskWorking {
+		t.Fatalf("while disabled: %s", st)
+	}
+	if err := e.m.Enable(e.ctx, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.WaitFor(e.ctx, "jobs", lifecycle.Connected); err != nil {
+		t.Fatal(err)
+	}
+	e.pollUntil(task.ID(), DefaultTaskPollInterval, 5, func() bool { return task.Status().Terminal() })
+	res, err := task.Wait(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != "done toggle" {
+		t.Fatalf("result %q", got)
+	}
+	e.event(EventTaskCompleted, task.ID())
+	if n := e.count(EventTaskCompleted, task.ID()); n != 1 {
+		t.Fatalf("%d completed events", n)
+	}
+}
+
+// Cancel reaches the server at once, well within a poll interval (the
+// clock does not move), and the handle is cancelled by the server's answer.
+func TestTaskCancelReachesServer(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{Dialer: ts.Dial})
+	task, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "cancel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.clock.Now()
+	if err := task.Cancel(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id := taskserver.Await(t, e.ctx, ts.Cancelled(), "the server's cancel"); id != task.ID() {
+		t.Fatalf("the server cancelled %s", id)
+	}
+	if !e.clock.Now().Equal(before) {
+		t.Fatal("the clock moved")
+	}
+	if st := task.Status(); st != TaskCancelled {
+		t.Fatalf("status after Cancel: %s", st)
+	}
+	if _, err := task.Wait(e.ctx); !errors.Is(err, ErrTaskCancelled) {
+		t.Fatalf("Wait: %v", err)
+	}
+	if err := task.Cancel(e.ctx); err != nil {
+		t.Fatalf("a second Cancel: %v", err)
+	}
+	if n := ts.Cancels(); n != 1 {
+		t.Fatalf("the server cancelled %d tasks", n)
+	}
+	e.event(EventTaskCancelled, task.ID())
+	ts.Release("cancel")
+}
+
+// A restarted server has forgotten the task: the next poll, one interval
+// on, loses it with ErrTaskLost.
+func TestTaskServerRestartLosesTask(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	hs := taskserver.StartHTTP(t, ts)
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}})
+	task, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskserver.Await(t, e.ctx, ts.Started(), "the job to start")
+	ts.Restart()
+	hs.Cut() // a restarted process drops its connections
+	e.tick(task.ID(), DefaultTaskPollInterval)
+	if st := task.Status(); st != TaskLost {
+		t.Fatalf("one interval after the restart: %s", st)
+	}
+	_, err = task.Wait(e.ctx)
+	if !errors.Is(err, ErrTaskLost) || !strings.Contains(err.Error(), "no longer knows") {
+		t.Fatalf("Wait: %v", err)
+	}
+	var se *ServerError
+	if !errors.As(err, &se) || se.Server != "jobs" || !strings.Contains(se.Op, task.ID()) {
+		t.Fatalf("error %#v", err)
+	}
+	if ev := e.event(EventTaskLost, task.ID()); !errors.Is(ev.Err, ErrTaskLost) {
+		t.Fatalf("lost event %+v", ev)
+	}
+}
+
+// In process, mcp-go's server binds a task to the connection's session: a
+// new runtime does not see it, and the next poll loses it, typed, without
+// hanging.
+func TestTaskSessionBoundIsLost(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{Dialer: ts.Dial})
+	task, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "session"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Disable(e.ctx, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Enable(e.ctx, "jobs"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.WaitFor(e.ctx, "jobs", lifecycle.Connected); err != nil {
+		t.Fatal(err)
+	}
+	e.tick(task.ID(), DefaultTaskPollInterval)
+	if _, err := task.Wait(e.ctx); !errors.Is(err, ErrTaskLost) {
+		t.Fatalf("Wait: %v", err)
+	}
+	ts.Release("session")
+}
+
+// A task whose ttl passed is lost, and the error says it expired.
+func TestTaskExpired(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{Dialer: ts.Dial})
+	task, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "ttl"}, WithTaskTTL(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := task.Info(); info.TTL != time.Millisecond {
+		t.Fatalf("ttl %v", info.TTL)
+	}
+	// The server's ttl runs on its own clock: poll until it has passed.
+	e.pollUntil(task.ID(), DefaultTaskPollInterval, 1000, func() bool { return task.Status().Terminal() })
+	_, err = task.Wait(e.ctx)
+	if !errors.Is(err, ErrTaskLost) || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("Wait: %v", err)
+	}
+	ts.Release("ttl")
+}
