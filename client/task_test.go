@@ -1,9 +1,18 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,7 +112,18 @@ func (e *taskEnv) tick(id string, d time.Duration) {
 				return
 			}
 		case <-e.ctx.Done():
-			e.t.Fatalf("waiting for a poll of task %s: %v", id, e.ctx.Err())
+			r := e.m.tasks
+			r.mu.Lock()
+			var dbg []string
+			for _, x := range r.tasks {
+				dbg = append(dbg, fmt.Sprintf("%s idx=%d next=%v polling=%v parked=%v again=%v", x.id, x.index, x.next, x.polling, x.parked, x.again))
+			}
+			for k, sp := range r.servers {
+				dbg = append(dbg, fmt.Sprintf("server %s active=%d backlog=%d", k, sp.active, len(sp.backlog)))
+			}
+			dbg = append(dbg, fmt.Sprintf("due=%d now=%v running=%v", len(r.due), e.clock.Now(), r.running))
+			r.mu.Unlock()
+			e.t.Fatalf("waiting for a poll of task %s: %v\n%s", id, e.ctx.Err(), strings.Join(dbg, "\n"))
 		}
 	}
 }
@@ -458,4 +478,251 @@ func TestTaskExpired(t *testing.T) {
 		t.Fatalf("Wait: %v", err)
 	}
 	ts.Release("ttl")
+}
+
+// A call that cannot be a task says why, with ErrTaskUnsupported.
+func TestTaskUnsupported(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{Dialer: ts.Dial})
+	// mcp-go's server in process speaks 2026-07-28 to a client that does,
+	// where it declares the 2025-11-25 tasks but has no tasks/result.
+	e.add("modern", ServerSpec{Dialer: InProcess(taskserver.New().MCPServer())})
+	for _, c := range []struct{ server, tool, want string }{
+		{"jobs", taskserver.ToolForbidden, `declares execution.taskSupport "forbidden"`},
+		{"jobs", taskserver.ToolPlain, "does not declare execution.taskSupport"},
+		{"jobs", "nonesuch", "not in the server's catalog"},
+		{"modern", taskserver.ToolWork, "not the tasks extension"},
+	} {
+		_, err := e.m.StartTask(e.ctx, c.server, c.tool, nil)
+		if !errors.Is(err, ErrTaskUnsupported) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: %v", c.server, c.tool, err)
+		}
+		var se *ServerError
+		if !errors.As(err, &se) || se.Server != c.server || se.Op != "start task "+c.tool {
+			t.Errorf("%s %s: %#v", c.server, c.tool, err)
+		}
+	}
+	if _, err := e.m.CallTool(e.ctx, "modern", taskserver.ToolWorkRequired, nil); !errors.Is(err, ErrTaskUnsupported) {
+		t.Errorf("CallTool of a required tool on a server with no tasks: %v", err)
+	}
+	if len(e.m.Tasks()) != 0 {
+		t.Fatal("tasks were made")
+	}
+}
+
+// CallTool of a tool that requires a task runs it as one, transparently:
+// interceptors see a tools/call and its final result; WithTask does the
+// same for an optional tool, which without it is a plain call.
+func TestTaskCallToolRequired(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	var seen []string
+	e := newTaskEnv(t, nil, WithInterceptor(func(ctx context.Context, c *Call, next Invoker) (any, error) {
+		res, err := next(ctx, c)
+		seen = append(seen, fmt.Sprintf("%s %s %T", c.Method(), c.Name(), res))
+		return res, err
+	}))
+	e.add("jobs", ServerSpec{Dialer: ts.Dial})
+	call := func(tool, job string, opts ...CallOption) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			res, err := e.m.CallTool(e.ctx, "jobs", tool, map[string]any{"job": job}, opts...)
+			if err != nil {
+				out <- err.Error()
+				return
+			}
+			out <- resultText(t, res)
+		}()
+		return out
+	}
+	for _, c := range []struct {
+		tool string
+		opts []CallOption
+		task bool
+	}{
+		{taskserver.ToolWorkRequired, nil, true},
+		{taskserver.ToolWork, []CallOption{WithTask()}, true},
+		{taskserver.ToolWork, nil, false},
+	} {
+		job := fmt.Sprintf("%s-%v", c.tool, c.task)
+		done := call(c.tool, job, c.opts...)
+		taskserver.Await(t, e.ctx, ts.Started(), "the job to start")
+		if c.task {
+			// Released once the Manager holds the handle: a notification
+			// of the end of a task it does not hold yet is not its own.
+			e.event(EventTaskCreated, taskserver.Await(t, e.ctx, ts.Created(), "the task"))
+		} else {
+			select {
+			case id := <-ts.Created():
+				t.Fatalf("a plain call made task %s", id)
+			default:
+			}
+		}
+		ts.Release(job)
+		select {
+		case got := <-done:
+			if got != "done "+job {
+				t.Fatalf("%s: %s", c.tool, got)
+			}
+		case <-e.ctx.Done():
+			t.Fatal(e.ctx.Err())
+		}
+	}
+	want := []string{"tools/call work-required *mcp.CallToolResult", "tools/call work *mcp.CallToolResult", "tools/call work *mcp.CallToolResult"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("interceptors saw %q", seen)
+	}
+	if len(e.m.Tasks()) != 0 || len(e.records()) != 0 {
+		t.Fatal("a call left its task behind")
+	}
+}
+
+// A call run as a task whose caller gives up cancels the task on the
+// server and forgets it.
+func TestTaskCallToolGivesUp(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{Dialer: ts.Dial})
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.m.CallTool(ctx, "jobs", taskserver.ToolWorkRequired, map[string]any{"job": "give-up"})
+		done <- err
+	}()
+	id := taskserver.Await(t, e.ctx, ts.Created(), "the task")
+	e.event(EventTaskCreated, id)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("CallTool: %v", err)
+	}
+	if got := taskserver.Await(t, e.ctx, ts.Cancelled(), "the cancel"); got != id {
+		t.Fatalf("cancelled %s, want %s", got, id)
+	}
+	e.event(EventTaskCancelled, id)
+	ts.Release("give-up")
+}
+
+// A task that fails is ErrTaskFailed with the server's error; a tool that
+// answers with isError completes.
+func TestTaskFailedAndToolError(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	e := newTaskEnv(t, nil)
+	e.add("jobs", ServerSpec{Dialer: ts.Dial})
+	failed, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "f", "fail": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolErr, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "f", "toolError": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Release("f")
+	_, err = failed.Wait(e.ctx)
+	if !errors.Is(err, ErrTaskFailed) || !strings.Contains(err.Error(), "job f failed") {
+		t.Fatalf("failed task: %v", err)
+	}
+	if ev := e.event(EventTaskFailed, failed.ID()); !errors.Is(ev.Err, ErrTaskFailed) {
+		t.Fatalf("failed event %+v", ev)
+	}
+	res, err := toolErr.Wait(e.ctx)
+	if err != nil || !res.IsError {
+		t.Fatalf("isError task: %+v %v", res, err)
+	}
+}
+
+// Polls of one server's tasks run at most WithTaskPollConcurrency at a
+// time; the rest wait their turn.
+func TestTaskPollConcurrency(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	gate := make(chan struct{})
+	arrived := make(chan struct{}, 64)
+	var blocking atomic.Bool
+	hs := taskserver.StartHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if blocking.Load() && r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tasks/get"`)) {
+				arrived <- struct{}{}
+				<-gate
+			}
+		}
+		ts.ServeHTTP(w, r)
+	}))
+	e := newTaskEnv(t, nil, WithTaskPollConcurrency(2))
+	e.add("jobs", ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}})
+	var tasks []*Task
+	for i := range 6 {
+		task, err := e.m.StartTask(e.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": fmt.Sprint("c", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task)
+	}
+	blocking.Store(true)
+	e.clock.Advance(DefaultTaskPollInterval)
+	for range 2 {
+		select {
+		case <-arrived:
+		case <-e.ctx.Done():
+			t.Fatal(e.ctx.Err())
+		}
+	}
+	r := e.m.tasks
+	r.mu.Lock()
+	active, waiting := r.servers["jobs"].active, len(r.servers["jobs"].backlog)
+	r.mu.Unlock()
+	if active != 2 || waiting != 4 {
+		t.Fatalf("%d polls under way, %d waiting; want 2 and 4", active, waiting)
+	}
+	close(gate)
+	for _, task := range tasks {
+		ts.Release(task.Info().Tool) // no job of that name: the tasks go on
+	}
+	for range 6 {
+		select {
+		case <-e.polled:
+		case <-e.ctx.Done():
+			t.Fatal(e.ctx.Err())
+		}
+	}
+	for i := range 6 {
+		ts.Release(fmt.Sprint("c", i))
+	}
+}
+
+// A corrupt record in the store is reported and left alone; the good ones
+// load.
+func TestTaskStoreCorruptRecord(t *testing.T) {
+	dir := t.TempDir()
+	st := store.NewFileTaskStore(dir)
+	good := store.TaskRecord{Server: "jobs", TaskID: "good", Tool: "work", Protocol: TaskProtocolCore, Status: "working"}
+	if err := st.SaveTask(t.Context(), good); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "0000000000000000000000000000000000000000.json"), []byte("{torn"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	e := newTaskEnv(t, st, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	tasks := e.m.Tasks()
+	if len(tasks) != 1 || tasks[0].ID() != "good" {
+		t.Fatalf("tasks %v", tasks)
+	}
+	if !strings.Contains(logs.String(), "corrupt record") {
+		t.Fatalf("the corrupt record was not reported: %s", logs.String())
+	}
+	if err := tasks[0].Forget(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tasks[0].Wait(e.ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Wait after Forget: %v", err)
+	}
+	if rs, _ := st.LoadTasks(e.ctx); len(rs) != 0 {
+		t.Fatalf("records %+v", rs)
+	}
 }

@@ -178,17 +178,23 @@ func (r *taskRegistry) run() {
 			t := heap.Pop(&r.due).(*Task)
 			r.dispatchLocked(ctx, t)
 		}
-		wait := time.Duration(-1)
+		var deadline time.Time
 		if len(r.due) > 0 {
-			wait = r.due[0].next.Sub(now)
+			deadline = r.due[0].next
 		}
 		r.mu.Unlock()
 		if stop != nil {
 			stop()
 			timer, stop = nil, nil
 		}
-		if wait >= 0 {
-			timer, stop = clock.NewTimer(wait)
+		if !deadline.IsZero() {
+			timer, stop = clock.NewTimer(deadline.Sub(clock.Now()))
+			// The clock may have moved on between reading it and arming
+			// the timer (a test's clock jumps): the timer would then fire
+			// late, or never.
+			if !clock.Now().Before(deadline) {
+				continue
+			}
 		}
 		select {
 		case <-timer:

@@ -145,7 +145,7 @@ func TestFileTaskStoreBadRecords(t *testing.T) {
 	other := record("github", "other")
 	data, _ := json.Marshal(other)
 	write(fileName("github", "torn"), `{"server":"github","taskId":"torn","stat`, 0o600) // a torn write
-	write(fileName("github", "moved"), string(data), 0o600)                             // another task's record under this name
+	write(fileName("github", "moved"), string(data), 0o600)                              // another task's record under this name
 	write(fileName("github", "nokey"), `{"tool":"x"}`, 0o600)
 	write(".x.json.123.tmp", "half", 0o600) // a crashed save's temporary file: skipped
 	write("notes.txt", "hello", 0o600)      // not a record: skipped
