@@ -46,8 +46,13 @@ func newTaskEnv(t *testing.T, st store.TaskStore, opts ...Option) *taskEnv {
 	return newTaskEnvClock(t, st, clock, opts...)
 }
 
+// newTaskEnvClock makes a taskEnv on clock; on the system clock if clock
+// is nil (then tick cannot be used).
 func newTaskEnvClock(t *testing.T, st store.TaskStore, clock *fakeclock.Clock, opts ...Option) *taskEnv {
 	t.Helper()
+	if clock != nil {
+		opts = append([]Option{WithClock(clock)}, opts...)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
 	e := &taskEnv{t: t, clock: clock, store: st, polled: make(chan string, 1<<14), ctx: ctx}
@@ -57,7 +62,7 @@ func newTaskEnvClock(t *testing.T, st store.TaskStore, clock *fakeclock.Clock, o
 		default:
 		}
 	}
-	e.m = New(append([]Option{WithClock(clock), WithTaskStore(st), WithIdleProbe(-1),
+	e.m = New(append([]Option{WithTaskStore(st), WithIdleProbe(-1),
 		func(o *options) { o.taskPolled = polled }}, opts...)...)
 	e.rec = record(e.m)
 	t.Cleanup(func() {
@@ -97,6 +102,13 @@ func (e *taskEnv) count(kind EventKind, id string) int {
 // tick advances the clock by d and waits for a poll of task id to end.
 func (e *taskEnv) tick(id string, d time.Duration) {
 	e.t.Helper()
+	e.tickOr(id, d, nil)
+}
+
+// tickOr is tick, that stops waiting when stop is closed; it reports
+// whether the poll ended.
+func (e *taskEnv) tickOr(id string, d time.Duration, stop <-chan struct{}) bool {
+	e.t.Helper()
 	for drained := false; !drained; {
 		select {
 		case <-e.polled:
@@ -109,8 +121,10 @@ func (e *taskEnv) tick(id string, d time.Duration) {
 		select {
 		case got := <-e.polled:
 			if got == id {
-				return
+				return true
 			}
+		case <-stop:
+			return false
 		case <-e.ctx.Done():
 			r := e.m.tasks
 			r.mu.Lock()
@@ -724,5 +738,155 @@ func TestTaskStoreCorruptRecord(t *testing.T) {
 	}
 	if rs, _ := st.LoadTasks(e.ctx); len(rs) != 0 {
 		t.Fatalf("records %+v", rs)
+	}
+}
+
+// The tasks extension of 2026-07-28 (SEP-2663), against a server of it: a
+// task polled with tasks/get carries its outcome inline; its input
+// requests go to the host's handlers and back with tasks/update; the
+// server may answer at once; cancel, failure and a restart; requestState
+// always sent back as last given, across a new Manager on the same store.
+func TestTaskExtension(t *testing.T) {
+	const interval = 200 * time.Millisecond
+	ext := taskserver.NewExt(interval)
+	defer ext.Close()
+	hs := taskserver.StartHTTP(t, ext)
+	var asked atomic.Int32
+	elicit := func(ctx context.Context, server string, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		asked.Add(1)
+		if server != "ext" || req.Params.Message != "Your name?" {
+			return nil, fmt.Errorf("unexpected elicitation from %s: %+v", server, req.Params)
+		}
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+			Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"name": "Ada"}}}, nil
+	}
+	st := store.NewMemoryTaskStore()
+	spec := ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}}
+	e := newTaskEnv(t, st, WithElicitationHandler(elicit))
+	e.add("ext", spec)
+	if s, _ := e.m.Status("ext"); s.Protocol != mcp.LATEST_PROTOCOL_VERSION {
+		t.Fatalf("protocol %q", s.Protocol)
+	}
+	start := func(tool string, args map[string]any) *Task {
+		t.Helper()
+		task, err := e.m.StartTask(e.ctx, "ext", tool, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	wait := func(task *Task) (*mcp.CallToolResult, error) {
+		t.Helper()
+		e.pollUntil(task.ID(), interval, 10, func() bool { return task.Status().Terminal() })
+		return task.Wait(e.ctx)
+	}
+
+	// work
+	{
+		task := start(taskserver.ExtWork, map[string]any{"job": "w"})
+		if info := task.Info(); info.Protocol != TaskProtocolExtension || info.PollInterval != interval || info.TTL != time.Hour {
+			t.Fatalf("info %+v", info)
+		}
+		taskserver.Await(t, e.ctx, ext.Started(), "the task")
+		e.tick(task.ID(), interval)
+		if s := task.Status(); s != TaskWorking {
+			t.Fatalf("status %s", s)
+		}
+		ext.Release("w")
+		res, err := wait(task)
+		if err != nil || resultText(t, res) != "done w" {
+			t.Fatalf("%+v %v", res, err)
+		}
+	}
+	// input
+	{
+		task := start(taskserver.ExtAsk, nil)
+		res, err := wait(task)
+		if err != nil || resultText(t, res) != "hello Ada" {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if n := asked.Load(); n != 1 {
+			t.Fatalf("the host was asked %d times", n)
+		}
+		if ev := e.event(EventTaskCreated, task.ID()); ev.Task.Status != TaskInputRequired {
+			t.Fatalf("created event %+v", ev.Task)
+		}
+	}
+	// at once
+	{
+		task := start(taskserver.ExtQuick, map[string]any{"text": "now"})
+		select {
+		case <-task.Done():
+		default:
+			t.Fatal("a task the server answered at once is not done")
+		}
+		res, err := task.Wait(e.ctx)
+		if err != nil || resultText(t, res) != "quick now" || task.ID() != "" {
+			t.Fatalf("%+v %v %q", res, err, task.ID())
+		}
+	}
+	// cancel
+	{
+		task := start(taskserver.ExtWork, map[string]any{"job": "never"})
+		if err := task.Cancel(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if id := taskserver.Await(t, e.ctx, ext.Cancelled(), "the cancel"); id != task.ID() {
+			t.Fatalf("cancelled %s", id)
+		}
+		if _, err := wait(task); !errors.Is(err, ErrTaskCancelled) {
+			t.Fatalf("Wait: %v", err)
+		}
+	}
+	// failed
+	{
+		task := start(taskserver.ExtWork, map[string]any{"job": "bad", "fail": true})
+		ext.Release("bad")
+		_, err := wait(task)
+		if !errors.Is(err, ErrTaskFailed) || !errors.Is(err, mcp.ErrInternalError) || !strings.Contains(err.Error(), "job bad failed") {
+			t.Fatalf("Wait: %v", err)
+		}
+	}
+	// plain call
+	{
+		// Without the extension declared, the server must answer plainly.
+		ext.Release("plain")
+		res, err := e.m.CallTool(e.ctx, "ext", taskserver.ExtWork, map[string]any{"job": "plain"})
+		if err != nil || resultText(t, res) != "done plain" {
+			t.Fatalf("%+v %v", res, err)
+		}
+	}
+	// new manager
+	{
+		task := start(taskserver.ExtWork, map[string]any{"job": "durable"})
+		e.tick(task.ID(), interval) // a new requestState
+		if err := e.m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		e2 := newTaskEnv(t, st, WithElicitationHandler(elicit))
+		e2.add("ext", spec)
+		tasks := e2.m.Tasks()
+		if len(tasks) != 1 || tasks[0].ID() != task.ID() {
+			t.Fatalf("tasks %v", tasks)
+		}
+		ext.Release("durable")
+		e2.pollUntil(task.ID(), interval, 10, func() bool { return tasks[0].Status().Terminal() })
+		res, err := tasks[0].Wait(e2.ctx)
+		if err != nil || resultText(t, res) != "done durable" {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if n := ext.BadRequestStates(); n != 0 {
+			t.Fatalf("%d requests sent back a stale requestState", n)
+		}
+		e = e2
+	}
+	// restart
+	{
+		task := start(taskserver.ExtWork, map[string]any{"job": "lost"})
+		ext.Restart()
+		e.tick(task.ID(), interval)
+		if _, err := task.Wait(e.ctx); !errors.Is(err, ErrTaskLost) {
+			t.Fatalf("Wait: %v", err)
+		}
 	}
 }

@@ -111,40 +111,51 @@ func (e *Everything) Stop() {
 }
 
 func (e *Everything) start() error {
-	ready := make(chan struct{})
-	out := &lockedBuffer{
-		ready: ready,
-		// The two transports announce that they listen with these lines.
-		markers: [][]byte{[]byte("listening on port"), []byte("running on port")},
+	// The two transports announce that they listen with these lines.
+	markers := [][]byte{[]byte("listening on port"), []byte("running on port")}
+	p, err := startProc(exec.Command(e.bin, e.mode), []string{"PORT=" + strconv.Itoa(e.port)}, markers,
+		func(p *everythingProc) {
+			e.mu.Lock()
+			e.proc = p
+			e.mu.Unlock()
+		})
+	if p != nil && err != nil {
+		e.Stop()
 	}
-	cmd := exec.Command(e.bin, e.mode)
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(e.port))
+	return err
+}
+
+// startProc starts cmd with env added, in its own process group, hands
+// its process to started, and waits until it prints one of markers. It
+// returns the process that it started, if any, with an error if it did not
+// listen: the caller stops it.
+func startProc(cmd *exec.Cmd, env []string, markers [][]byte, started func(*everythingProc)) (*everythingProc, error) {
+	ready := make(chan struct{})
+	out := &lockedBuffer{ready: ready, markers: markers}
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = treeProcAttr()
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	p := &everythingProc{cmd: cmd, exited: make(chan struct{}), output: out}
 	go func() {
 		defer close(p.exited)
 		_ = cmd.Wait()
 	}()
-	e.mu.Lock()
-	e.proc = p
-	e.mu.Unlock()
+	started(p)
 
 	ctx, cancel := context.WithTimeout(context.Background(), everythingStartTimeout)
 	defer cancel()
 	select {
 	case <-ready:
-		return nil
+		return p, nil
 	case <-p.exited:
-		return fmt.Errorf("exited before listening: %s", out.String())
+		return p, fmt.Errorf("exited before listening: %s", out.String())
 	case <-ctx.Done():
-		e.Stop()
-		return fmt.Errorf("did not listen within %v: %s", everythingStartTimeout, out.String())
+		return p, fmt.Errorf("did not listen within %v: %s", everythingStartTimeout, out.String())
 	}
 }
 
