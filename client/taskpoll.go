@@ -45,7 +45,12 @@ type taskRegistry struct {
 	tasks   map[taskKey]*Task
 	due     taskHeap
 	servers map[string]*serverPolls
-	running bool // run was started
+	// ready are the polls due and within their server's concurrency,
+	// which the workers take in order; busy counts the workers that run a
+	// poll, workers all of them.
+	ready         []*Task
+	busy, workers int
+	running       bool // run was started
 	closed  bool // the Manager is closing: no goroutine starts any more
 	wake    chan struct{}
 }
@@ -176,7 +181,7 @@ func (r *taskRegistry) run() {
 		now := clock.Now()
 		for len(r.due) > 0 && !r.due[0].next.After(now) {
 			t := heap.Pop(&r.due).(*Task)
-			r.dispatchLocked(ctx, t)
+			r.dispatchLocked(t)
 		}
 		var deadline time.Time
 		if len(r.due) > 0 {
@@ -206,9 +211,9 @@ func (r *taskRegistry) run() {
 	}
 }
 
-// dispatchLocked starts t's poll, or puts it in its server's backlog when
-// the server has its fill of polls under way. r.mu is held.
-func (r *taskRegistry) dispatchLocked(ctx context.Context, t *Task) {
+// dispatchLocked queues t's poll for a worker, or puts it in its server's
+// backlog when the server has its fill of polls under way. r.mu is held.
+func (r *taskRegistry) dispatchLocked(t *Task) {
 	sp := r.servers[t.server]
 	if sp == nil {
 		sp = &serverPolls{}
@@ -218,9 +223,39 @@ func (r *taskRegistry) dispatchLocked(ctx context.Context, t *Task) {
 		sp.backlog = append(sp.backlog, t)
 		return
 	}
+	r.readyLocked(sp, t)
+}
+
+// readyLocked queues t's poll, and starts a worker if every worker is
+// busy. r.mu is held.
+func (r *taskRegistry) readyLocked(sp *serverPolls, t *Task) {
 	sp.active++
 	t.polling = true
-	r.m.wg.Go(func() { r.poll(ctx, t) })
+	r.ready = append(r.ready, t)
+	if r.workers < len(r.ready)+r.busy && !r.closed {
+		r.workers++
+		r.m.wg.Go(r.work)
+	}
+}
+
+// work runs queued polls until none is left. A worker runs many polls in a
+// row, so that the deep stack a poll needs (the request pipeline, JSON,
+// the transport) is grown once per worker, not once per poll.
+func (r *taskRegistry) work() {
+	ctx := r.m.ctx
+	r.mu.Lock()
+	for len(r.ready) > 0 {
+		t := r.ready[0]
+		r.ready[0] = nil
+		r.ready = r.ready[1:]
+		r.busy++
+		r.mu.Unlock()
+		r.poll(ctx, t)
+		r.mu.Lock()
+		r.busy--
+	}
+	r.workers--
+	r.mu.Unlock()
 }
 
 // polled ends t's poll: the next one is due after the interval (at once
@@ -241,10 +276,9 @@ func (r *taskRegistry) polled(t *Task) {
 	sp.active--
 	if len(sp.backlog) > 0 && !r.closed {
 		next := sp.backlog[0]
-		sp.backlog = slices.Delete(sp.backlog, 0, 1)
-		sp.active++
-		next.polling = true
-		r.m.wg.Go(func() { r.poll(r.m.ctx, next) })
+		sp.backlog[0] = nil
+		sp.backlog = sp.backlog[1:]
+		r.readyLocked(sp, next)
 	}
 	if finished || t.parked || r.tasks[taskKey{t.server, t.id}] != t {
 		return
