@@ -51,8 +51,8 @@ type taskRegistry struct {
 	ready         []*Task
 	busy, workers int
 	running       bool // run was started
-	closed  bool // the Manager is closing: no goroutine starts any more
-	wake    chan struct{}
+	closed        bool // the Manager is closing: no goroutine starts any more
+	wake          chan struct{}
 }
 
 type taskKey struct{ server, id string }
