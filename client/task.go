@@ -2,16 +2,11 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/mcpfleet/mcpfleet/store"
 )
 
 // TaskStatus is where a task is. The first five are the protocol's; lost
@@ -390,95 +385,4 @@ func (m *Manager) taskCall(server, tool string, opts []CallOption) bool {
 		}
 	}
 	return false
-}
-
-// taskError is the outcome error of t: sentinel, with why.
-func (t *Task) taskError(sentinel error, cause error, why string) error {
-	err := sentinel
-	switch {
-	case cause != nil && why != "":
-		err = fmt.Errorf("%w: %s: %w", sentinel, why, cause)
-	case cause != nil:
-		err = fmt.Errorf("%w: %w", sentinel, cause)
-	case why != "":
-		err = fmt.Errorf("%w: %s", sentinel, why)
-	}
-	return &ServerError{Server: t.server, Op: t.op(), Err: err}
-}
-
-// record is what the store keeps of t. Called with t.mu held.
-func (t *Task) recordLocked() store.TaskRecord {
-	r := store.TaskRecord{
-		Server: t.server, TaskID: t.id, Tool: t.tool, Protocol: t.proto.String(),
-		Status: string(t.status), StatusMessage: t.message, Started: t.started, Created: t.created,
-		TTL: t.ttl, PollInterval: t.interval, RequestState: t.requestState,
-	}
-	for k := range t.answered {
-		r.Answered = append(r.Answered, k)
-	}
-	slices.Sort(r.Answered)
-	if t.status.Terminal() {
-		if t.result != nil {
-			r.Result, _ = t.result.MarshalJSON()
-		}
-		if t.err != nil {
-			r.Error = unprefixed.Replace(errors.Unwrap(t.err).Error())
-		}
-	}
-	return r
-}
-
-// taskFromRecord makes the handle of a stored task. It reports false for a
-// record that cannot be a task of this Manager's.
-func (m *Manager) taskFromRecord(r store.TaskRecord) (*Task, bool) {
-	proto, ok := parseTaskProto(r.Protocol)
-	if !ok {
-		return nil, false
-	}
-	st, ok := parseTaskStatus(r.Status)
-	if !ok && r.Status != string(TaskLost) {
-		return nil, false
-	}
-	if r.Status == string(TaskLost) {
-		st = TaskLost
-	}
-	t := newTask(m, r.Server, r.Tool, r.TaskID, proto, r.Started)
-	t.status, t.message, t.created = st, r.StatusMessage, r.Created
-	t.ttl, t.interval, t.requestState = r.TTL, r.PollInterval, r.RequestState
-	for _, k := range r.Answered {
-		t.answered[k] = true
-	}
-	if !st.Terminal() {
-		return t, true
-	}
-	// A task that ended before the host collected it: its outcome, as
-	// stored. An error keeps its sentinel and its message.
-	switch st {
-	case TaskCompleted:
-		res, err := parseToolResult(r.Result)
-		if err != nil {
-			return nil, false
-		}
-		t.result = res
-	case TaskFailed:
-		t.err = t.taskError(ErrTaskFailed, nil, storedWhy(r.Error, ErrTaskFailed))
-	case TaskCancelled:
-		t.err = t.taskError(ErrTaskCancelled, nil, storedWhy(r.Error, ErrTaskCancelled))
-	case TaskLost:
-		t.err = t.taskError(ErrTaskLost, nil, storedWhy(r.Error, ErrTaskLost))
-	}
-	t.finished, t.emitted = true, st
-	close(t.done)
-	return t, true
-}
-
-// storedWhy is what a stored error said after its sentinel.
-func storedWhy(msg string, sentinel error) string {
-	msg = strings.TrimPrefix(msg, sentinel.Error())
-	return strings.TrimPrefix(msg, ": ")
-}
-
-func newTask(m *Manager, server, tool, id string, proto taskProto, started time.Time) *Task {
-	return &Task{m: m, server: server, tool: tool, id: id, proto: proto, started: started,
-		done: make(chan struct{}), status: TaskWorking, answered: map[string]bool{}, index: -1}
 }

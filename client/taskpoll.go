@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,10 +20,12 @@ import (
 
 // taskRegistry holds a Manager's task handles and polls them: one
 // goroutine (run) keeps a heap of the open tasks by when each is due and
-// starts each poll when it is, at most concurrency at a time per server
-// (the others wait in the server's backlog); a poll is a short-lived
-// goroutine that sends through the request pipeline, on whatever runtime
-// the server has then.
+// queues each poll when it is, at most concurrency at a time per server
+// (the others wait in the server's backlog). Workers, started as polls
+// queue up and ended when none is left, run them: a poll sends through the
+// request pipeline (do), on whatever runtime the server has then, and acts
+// on the answer (this file). The handle's state and its record are
+// taskstate.go's; the requests, in both wire forms, taskwire.go's.
 //
 // Locking: mu and each Task's mu are leaves, never held together. A task's
 // state changes under its server's slot lock, when the server is added, so
@@ -73,60 +72,6 @@ func newTaskRegistry(m *Manager) *taskRegistry {
 	return r
 }
 
-// defaultTaskStore is the store of a Manager made without WithTaskStore:
-// a FileTaskStore in the user's cache directory, under the host's client
-// name, or, where there is none, a MemoryTaskStore.
-func defaultTaskStore(m *Manager) store.TaskStore {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		m.opts.logger.Warn("mcpfleet: no user cache directory; open tasks are kept in memory only", "error", err)
-		return store.NewMemoryTaskStore()
-	}
-	return store.NewFileTaskStore(filepath.Join(dir, "mcpfleet", "tasks", safeName(m.opts.clientInfo.Name)))
-}
-
-// safeName makes name a file name: letters, digits, '.', '-' and '_' stay,
-// anything else becomes '_'.
-func safeName(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	if s := string(b); s != "" && strings.Trim(s, ".") != "" {
-		return s
-	}
-	return "mcpfleet"
-}
-
-// load makes the handles of the tasks in the store, from New. A record it
-// cannot use is logged and left in the store.
-func (r *taskRegistry) load() {
-	ctx, cancel := context.WithTimeout(context.Background(), taskStoreTimeout)
-	defer cancel()
-	records, err := r.store.LoadTasks(ctx)
-	if err != nil {
-		r.m.opts.logger.Error("mcpfleet: task store: some records could not be used", "error", err)
-	}
-	for _, rec := range records {
-		t, ok := r.m.taskFromRecord(rec)
-		if !ok {
-			r.m.opts.logger.Error("mcpfleet: task store: a record of an unknown form was left alone",
-				"server", rec.Server, "task", rec.TaskID, "protocol", rec.Protocol, "status", rec.Status)
-			continue
-		}
-		r.mu.Lock()
-		r.tasks[taskKey{t.server, t.id}] = t
-		if !t.status.Terminal() {
-			t.next = r.m.opts.clock.Now()
-			heap.Push(&r.due, t)
-			r.startLocked()
-		}
-		r.mu.Unlock()
-	}
-}
-
 // startLocked starts the polling goroutine if it is not running. r.mu is
 // held.
 func (r *taskRegistry) startLocked() {
@@ -156,6 +101,7 @@ func (r *taskRegistry) close() {
 	r.mu.Unlock()
 }
 
+// kick wakes run, to look at the schedule again.
 func (r *taskRegistry) kick() {
 	select {
 	case r.wake <- struct{}{}:
@@ -399,258 +345,6 @@ func (r *taskRegistry) lookup(server, id string) *Task {
 	return r.tasks[taskKey{server, id}]
 }
 
-// collect removes t from the registry and its record from the store, once:
-// its outcome was delivered (Wait) or it was forgotten.
-func (r *taskRegistry) collect(t *Task) {
-	t.mu.Lock()
-	if t.collected {
-		t.mu.Unlock()
-		return
-	}
-	t.collected = true
-	t.mu.Unlock()
-	r.mu.Lock()
-	if r.tasks[taskKey{t.server, t.id}] == t {
-		delete(r.tasks, taskKey{t.server, t.id})
-	}
-	if t.index >= 0 {
-		heap.Remove(&r.due, t.index)
-	}
-	r.mu.Unlock()
-	if t.id == "" {
-		return // answered at once: never stored
-	}
-	t.saveMu.Lock()
-	defer t.saveMu.Unlock()
-	t.deleted = true
-	ctx, cancel := context.WithTimeout(context.Background(), taskStoreTimeout)
-	defer cancel()
-	if err := r.store.DeleteTask(ctx, t.server, t.id); err != nil {
-		r.m.opts.logger.Error("mcpfleet: task store: could not delete a collected task", "server", t.server, "task", t.id, "error", err)
-	}
-}
-
-// save writes what t is now to the store. Saves of one task are ordered:
-// the last one writes the latest state.
-func (r *taskRegistry) save(t *Task) error {
-	t.saveMu.Lock()
-	defer t.saveMu.Unlock()
-	if t.deleted {
-		return nil
-	}
-	t.mu.Lock()
-	rec := t.recordLocked()
-	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), taskStoreTimeout)
-	defer cancel()
-	err := r.store.SaveTask(ctx, rec)
-	if err != nil {
-		r.m.opts.logger.Error("mcpfleet: task store: could not save a task; it is polled all the same, but would not outlive this Manager",
-			"server", t.server, "task", t.id, "error", err)
-	}
-	return err
-}
-
-// saveLater saves t in the background: for changes seen where no I/O may
-// be done (a notification, on the transport's goroutine).
-func (r *taskRegistry) saveLater(t *Task) {
-	r.goSafe(func() { _ = r.save(t) })
-}
-
-// update runs change on t under its lock (and its slot's, if the server
-// is added, so that the event is in order with the slot's), and emits the
-// event of t's status if it is one not emitted yet, or of kind force if it
-// is not zero; err goes in the event. change reports whether it changed
-// anything. A terminal status has its event only once the outcome is
-// known.
-func (r *taskRegistry) update(t *Task, change func() bool, force EventKind, err error) bool {
-	r.m.mu.RLock()
-	s := r.m.slots[t.server]
-	r.m.mu.RUnlock()
-	if s != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-	}
-	t.mu.Lock()
-	changed := change()
-	kind, due := force, force != noEvent
-	if !due && t.status != t.emitted && (!t.status.Terminal() || t.finished) {
-		kind, due = taskEventKind(t.status), true
-	}
-	var e Event
-	if due {
-		t.emitted = t.status
-		info := t.infoLocked()
-		e = Event{Kind: kind, Task: &info, Err: err}
-		if e.Err == nil && t.finished {
-			e.Err = t.err
-		}
-	}
-	t.mu.Unlock()
-	if due {
-		if s != nil {
-			s.emitLocked(e)
-		} else {
-			e.Time, e.Server = r.m.opts.clock.Now(), t.server
-			r.m.bus.publish(e)
-		}
-	}
-	return changed
-}
-
-// observe takes in what the server says of t (a poll's answer or a
-// notification). It reports whether the record changed.
-func (r *taskRegistry) observe(t *Task, w *wireTask) bool {
-	return r.update(t, func() bool {
-		if t.finished {
-			return false
-		}
-		changed := false
-		// A status the server reported cannot go back from terminal: a
-		// poll answered before a notification said the task ended must
-		// not undo it.
-		if w.Status != t.status && !t.status.Terminal() {
-			t.status, changed = w.Status, true
-		}
-		if w.Message != t.message {
-			t.message, changed = w.Message, true
-		}
-		if w.RequestState != t.requestState && (w.RequestState != "" || t.proto == protoExt) {
-			t.requestState, changed = w.RequestState, true
-		}
-		if !w.Created.IsZero() && !w.Created.Equal(t.created) {
-			t.created, changed = w.Created, true
-		}
-		if w.TTL != t.ttl && w.TTL > 0 {
-			t.ttl, changed = w.TTL, true
-		}
-		if w.PollInterval > 0 && w.PollInterval != t.interval {
-			t.interval, changed = w.PollInterval, true
-		}
-		return changed
-	}, noEvent, nil)
-}
-
-// finish sets t's outcome, once: status st with res or err. It emits the
-// terminal event and takes t off the schedule; it reports whether it set
-// the outcome, which the caller then saves (end does both), so that the
-// store keeps it until a Wait collects it.
-func (r *taskRegistry) finish(t *Task, st TaskStatus, res *mcp.CallToolResult, err error, why string) bool {
-	changed := r.update(t, func() bool {
-		if t.finished {
-			return false
-		}
-		t.finished = true
-		t.status, t.result, t.err = st, res, err
-		if why != "" {
-			t.message = why
-		}
-		close(t.done)
-		return true
-	}, noEvent, nil)
-	if !changed {
-		return false
-	}
-	r.mu.Lock()
-	if t.index >= 0 {
-		heap.Remove(&r.due, t.index)
-	}
-	r.mu.Unlock()
-	return true
-}
-
-// end is finish, and saves the outcome.
-func (r *taskRegistry) end(t *Task, st TaskStatus, res *mcp.CallToolResult, err error, why string) {
-	if r.finish(t, st, res, err, why) && t.id != "" {
-		_ = r.save(t)
-	}
-}
-
-// abandon cancels t on its server and forgets it, in the background: the
-// call that ran it as a task gave up.
-func (r *taskRegistry) abandon(t *Task) {
-	r.goSafe(func() {
-		ctx, cancel := context.WithTimeout(r.m.ctx, r.m.opts.closeTimeout)
-		defer cancel()
-		if err := t.Cancel(ctx); err != nil && r.m.ctx.Err() == nil {
-			r.m.opts.logger.Info("mcpfleet: could not cancel the task of a call that gave up",
-				"server", t.server, "task", t.id, "error", err)
-		}
-		_ = t.Forget(ctx)
-	})
-}
-
-// startSend is the send function of a task-augmented tools/call of form
-// proto: it starts the task and returns its handle, registered and saved
-// (or, for a server that answered at once, a handle that is complete).
-func (r *taskRegistry) startSend(proto taskProto, ttl time.Duration) func(context.Context, *slot, *mcpclient.Client, string, any) (*Task, error) {
-	return func(ctx context.Context, s *slot, c *mcpclient.Client, tool string, args any) (*Task, error) {
-		if err := checkProto(proto, c); err != nil {
-			return nil, err
-		}
-		params := map[string]any{"name": tool}
-		if a := omitNil(args); a != nil {
-			params["arguments"] = a
-		}
-		if proto == protoCore {
-			tp := map[string]any{}
-			if ttl > 0 {
-				tp["ttl"] = ttl.Milliseconds()
-			}
-			params["task"] = tp
-		}
-		for round := 1; ; round++ {
-			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodToolsCall), params, tool, proto == protoExt)
-			if err != nil {
-				return nil, err
-			}
-			a, err := parseStartAnswer(proto, raw)
-			if err != nil {
-				return nil, err
-			}
-			if a.input == nil {
-				return r.started(s, tool, proto, a), nil
-			}
-			// 2026-07-28: the server asks for input before it takes the
-			// call (SEP-2322); the call goes again with the answers.
-			if round >= maxInputRounds {
-				return nil, fmt.Errorf("the server asked for input %d times in a row", round)
-			}
-			responses, err := r.fulfil(ctx, s, c, a.input)
-			if err != nil {
-				return nil, err
-			}
-			params["inputResponses"] = responses
-			delete(params, "requestState")
-			if a.requestState != "" {
-				params["requestState"] = a.requestState
-			}
-		}
-	}
-}
-
-// maxInputRounds bounds the rounds of input a tools/call may ask for.
-const maxInputRounds = 8
-
-// started makes the handle of what a task-augmented tools/call returned.
-func (r *taskRegistry) started(s *slot, tool string, proto taskProto, a *startAnswer) *Task {
-	now := r.m.opts.clock.Now()
-	if a.result != nil {
-		t := newTask(r.m, s.name, tool, "", proto, now)
-		t.status, t.emitted, t.result = TaskCompleted, TaskCompleted, a.result
-		t.finished = true
-		t.collected = true // nothing to collect: it is in no registry or store
-		close(t.done)
-		return t
-	}
-	w := a.task
-	t := newTask(r.m, s.name, tool, w.ID, proto, now)
-	t.status, t.emitted, t.message, t.created = w.Status, w.Status, w.Message, w.Created
-	t.ttl, t.interval, t.requestState = w.TTL, w.PollInterval, w.RequestState
-	r.add(t)
-	return t
-}
-
 // poll asks the server where t is, and does what its answer asks for.
 func (r *taskRegistry) poll(ctx context.Context, t *Task) {
 	defer r.polled(t)
@@ -735,44 +429,6 @@ func (r *taskRegistry) actExt(ctx context.Context, s *slot, t *Task, w *wireTask
 	}
 }
 
-// get sends tasks/get for t through the request pipeline.
-func (r *taskRegistry) get(ctx context.Context, s *slot, t *Task) (*wireTask, error) {
-	return do(ctx, s, request[*wireTask]{
-		method: string(mcp.MethodTasksGet), name: t.id, op: "poll task", replay: alwaysReplayable,
-		send: func(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (*wireTask, error) {
-			if err := checkProto(t.proto, c); err != nil {
-				return nil, err
-			}
-			t.mu.Lock()
-			rs := t.requestState
-			t.mu.Unlock()
-			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksGet), taskParams(id, rs), id, t.proto == protoExt)
-			if err != nil {
-				return nil, err
-			}
-			w, err := parseWireTask(t.proto, raw)
-			if err == nil && w.ID != id {
-				err = fmt.Errorf("tasks/get of task %s answered about task %s", id, w.ID)
-			}
-			return w, err
-		},
-	}, nil, r.pollOptions(s), nil)
-}
-
-// pollOptions bound a poll: by the server's call Timeout, or else by
-// taskPollTimeout.
-func (r *taskRegistry) pollOptions(s *slot) []CallOption {
-	if s.config().spec.Timeout > 0 {
-		return nil
-	}
-	return taskPollTimeoutOption
-}
-
-// taskPollTimeout bounds a poll of a server with no call Timeout.
-const taskPollTimeout = 30 * time.Second
-
-var taskPollTimeoutOption = []CallOption{WithCallTimeout(taskPollTimeout)}
-
 // pollFailed decides what a failed poll of t means: the server's answer
 // that it no longer knows the task (or a run of error answers) loses it;
 // a server that was removed parks it until it is added again; anything
@@ -847,33 +503,6 @@ func (r *taskRegistry) collectResult(ctx context.Context, s *slot, t *Task, st T
 	default:
 		r.pollFailed(ctx, t, err)
 	}
-}
-
-// result sends tasks/result for t. A patient one waits as long as the
-// task runs, and ends with t's runtime.
-func (r *taskRegistry) result(ctx context.Context, s *slot, t *Task, patient bool) (*mcp.CallToolResult, error) {
-	return do(ctx, s, request[*mcp.CallToolResult]{
-		method: string(mcp.MethodTasksResult), name: t.id, op: "collect task", replay: alwaysReplayable, patient: patient,
-		send: func(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (*mcp.CallToolResult, error) {
-			if err := checkProto(t.proto, c); err != nil {
-				return nil, err
-			}
-			if patient {
-				// Ends at detach, so that Disable does not wait for it.
-				if l := s.leaseOf(c); l != nil {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithCancel(ctx)
-					defer cancel()
-					defer context.AfterFunc(l.ctx, cancel)()
-				}
-			}
-			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksResult), taskParams(id, ""), id, false)
-			if err != nil {
-				return nil, err
-			}
-			return parseToolResult(raw)
-		},
-	}, nil, r.pollOptions(s), nil)
 }
 
 // startWaiter sends a patient tasks/result for a 2025-11-25 task that
@@ -982,86 +611,8 @@ func (r *taskRegistry) answer(ctx context.Context, s *slot, t *Task, inputs mcp.
 type inputError struct{ err error }
 
 func (e *inputError) Error() string { return "answering the server's input request: " + e.err.Error() }
+
 func (e *inputError) Unwrap() error { return e.err }
-
-// fulfil answers input requests with the host's handlers, in key order, as
-// the runtime of c would answer the server's own requests (the same
-// admission, the same interceptors).
-func (r *taskRegistry) fulfil(ctx context.Context, s *slot, c *mcpclient.Client, inputs mcp.InputRequests) (mcp.InputResponses, error) {
-	l := s.leaseOf(c)
-	if l == nil {
-		return nil, errors.New("the runtime was replaced")
-	}
-	h := &leaseHandlers{m: r.m, l: l}
-	keys := make([]string, 0, len(inputs))
-	for k := range inputs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make(mcp.InputResponses, len(inputs))
-	for _, k := range keys {
-		in := inputs[k]
-		switch in.Method {
-		case mcp.MethodElicitationCreate:
-			if r.m.opts.elicitation == nil || in.Elicitation == nil {
-				return nil, fmt.Errorf("%q: elicitation: the host has no elicitation handler", k)
-			}
-			res, err := h.Elicit(ctx, mcp.ElicitationRequest{Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: *in.Elicitation})
-			if err != nil {
-				return nil, fmt.Errorf("%q: %w", k, err)
-			}
-			out[k] = mcp.NewElicitationInputResponse(*res)
-		case mcp.MethodSamplingCreateMessage:
-			if r.m.opts.sampling == nil || in.Sampling == nil {
-				return nil, fmt.Errorf("%q: sampling: the host has no sampling handler", k)
-			}
-			res, err := h.CreateMessage(ctx, mcp.CreateMessageRequest{Request: mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)}, CreateMessageParams: *in.Sampling})
-			if err != nil {
-				return nil, fmt.Errorf("%q: %w", k, err)
-			}
-			out[k] = mcp.NewSamplingInputResponse(*res)
-		case mcp.MethodListRoots:
-			if !r.m.opts.rootsEnabled {
-				return nil, fmt.Errorf("%q: roots: the host declares no roots", k)
-			}
-			res, err := h.ListRoots(ctx, mcp.ListRootsRequest{})
-			if err != nil {
-				return nil, fmt.Errorf("%q: %w", k, err)
-			}
-			out[k] = mcp.NewRootsInputResponse(*res)
-		default:
-			return nil, fmt.Errorf("%q: unsupported input request %q", k, in.Method)
-		}
-	}
-	return out, nil
-}
-
-// sendCancel is the send function of tasks/cancel. A 2025-11-25 server
-// answers with the task, which is taken in.
-func (t *Task) sendCancel(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (struct{}, error) {
-	if err := checkProto(t.proto, c); err != nil {
-		return struct{}{}, err
-	}
-	t.mu.Lock()
-	rs := t.requestState
-	t.mu.Unlock()
-	r := t.m.tasks
-	raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksCancel), taskParams(id, rs), id, t.proto == protoExt)
-	if err != nil {
-		return struct{}{}, err
-	}
-	if t.proto == protoCore {
-		if w, err := parseWireTask(t.proto, raw); err == nil && w.ID == id {
-			if r.observe(t, w) {
-				_ = r.save(t)
-			}
-			if w.Status == TaskCancelled {
-				r.end(t, TaskCancelled, nil, t.taskError(ErrTaskCancelled, nil, w.Message), "")
-			}
-		}
-	}
-	return struct{}{}, nil
-}
 
 // onStatus takes in a notifications/tasks/status from l's server: the
 // handle is updated at once, its next poll comes an interval from now, or
@@ -1118,30 +669,24 @@ func (r *taskRegistry) onStatus(l *lease, n mcp.JSONRPCNotification) {
 	}
 }
 
-// leaseOf returns the slot's lease if it is c's, or nil.
-func (s *slot) leaseOf(c *mcpclient.Client) *lease {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := s.lease; l != nil && l.client == c {
-		return l
-	}
-	return nil
-}
-
 // taskHeap orders tasks by when their next poll is due.
 type taskHeap []*Task
 
-func (h taskHeap) Len() int           { return len(h) }
+func (h taskHeap) Len() int { return len(h) }
+
 func (h taskHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+
 func (h taskHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index, h[j].index = i, j
 }
+
 func (h *taskHeap) Push(x any) {
 	t := x.(*Task)
 	t.index = len(*h)
 	*h = append(*h, t)
 }
+
 func (h *taskHeap) Pop() any {
 	old := *h
 	t := old[len(old)-1]

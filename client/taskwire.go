@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -414,6 +415,231 @@ var errWrongProtocol = errors.New("the server's runtime now speaks another proto
 func checkProto(p taskProto, c *mcpclient.Client) error {
 	if (p == protoExt) != mcp.IsModernProtocol(c.ProtocolVersion()) {
 		return fmt.Errorf("%w (task %s, runtime %s)", errWrongProtocol, p, c.ProtocolVersion())
+	}
+	return nil
+}
+
+// startSend is the send function of a task-augmented tools/call of form
+// proto: it starts the task and returns its handle, registered and saved
+// (or, for a server that answered at once, a handle that is complete).
+func (r *taskRegistry) startSend(proto taskProto, ttl time.Duration) func(context.Context, *slot, *mcpclient.Client, string, any) (*Task, error) {
+	return func(ctx context.Context, s *slot, c *mcpclient.Client, tool string, args any) (*Task, error) {
+		if err := checkProto(proto, c); err != nil {
+			return nil, err
+		}
+		params := map[string]any{"name": tool}
+		if a := omitNil(args); a != nil {
+			params["arguments"] = a
+		}
+		if proto == protoCore {
+			tp := map[string]any{}
+			if ttl > 0 {
+				tp["ttl"] = ttl.Milliseconds()
+			}
+			params["task"] = tp
+		}
+		for round := 1; ; round++ {
+			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodToolsCall), params, tool, proto == protoExt)
+			if err != nil {
+				return nil, err
+			}
+			a, err := parseStartAnswer(proto, raw)
+			if err != nil {
+				return nil, err
+			}
+			if a.input == nil {
+				return r.started(s, tool, proto, a), nil
+			}
+			// 2026-07-28: the server asks for input before it takes the
+			// call (SEP-2322); the call goes again with the answers.
+			if round >= maxInputRounds {
+				return nil, fmt.Errorf("the server asked for input %d times in a row", round)
+			}
+			responses, err := r.fulfil(ctx, s, c, a.input)
+			if err != nil {
+				return nil, err
+			}
+			params["inputResponses"] = responses
+			delete(params, "requestState")
+			if a.requestState != "" {
+				params["requestState"] = a.requestState
+			}
+		}
+	}
+}
+
+// maxInputRounds bounds the rounds of input a tools/call may ask for.
+const maxInputRounds = 8
+
+// started makes the handle of what a task-augmented tools/call returned.
+func (r *taskRegistry) started(s *slot, tool string, proto taskProto, a *startAnswer) *Task {
+	now := r.m.opts.clock.Now()
+	if a.result != nil {
+		t := newTask(r.m, s.name, tool, "", proto, now)
+		t.status, t.emitted, t.result = TaskCompleted, TaskCompleted, a.result
+		t.finished = true
+		t.collected = true // nothing to collect: it is in no registry or store
+		close(t.done)
+		return t
+	}
+	w := a.task
+	t := newTask(r.m, s.name, tool, w.ID, proto, now)
+	t.status, t.emitted, t.message, t.created = w.Status, w.Status, w.Message, w.Created
+	t.ttl, t.interval, t.requestState = w.TTL, w.PollInterval, w.RequestState
+	r.add(t)
+	return t
+}
+
+// get sends tasks/get for t through the request pipeline.
+func (r *taskRegistry) get(ctx context.Context, s *slot, t *Task) (*wireTask, error) {
+	return do(ctx, s, request[*wireTask]{
+		method: string(mcp.MethodTasksGet), name: t.id, op: "poll task", replay: alwaysReplayable,
+		send: func(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (*wireTask, error) {
+			if err := checkProto(t.proto, c); err != nil {
+				return nil, err
+			}
+			t.mu.Lock()
+			rs := t.requestState
+			t.mu.Unlock()
+			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksGet), taskParams(id, rs), id, t.proto == protoExt)
+			if err != nil {
+				return nil, err
+			}
+			w, err := parseWireTask(t.proto, raw)
+			if err == nil && w.ID != id {
+				err = fmt.Errorf("tasks/get of task %s answered about task %s", id, w.ID)
+			}
+			return w, err
+		},
+	}, nil, r.pollOptions(s), nil)
+}
+
+// pollOptions bound a poll: by the server's call Timeout, or else by
+// taskPollTimeout.
+func (r *taskRegistry) pollOptions(s *slot) []CallOption {
+	if s.config().spec.Timeout > 0 {
+		return nil
+	}
+	return taskPollTimeoutOption
+}
+
+// taskPollTimeout bounds a poll of a server with no call Timeout.
+const taskPollTimeout = 30 * time.Second
+
+var taskPollTimeoutOption = []CallOption{WithCallTimeout(taskPollTimeout)}
+
+// result sends tasks/result for t. A patient one waits as long as the
+// task runs, and ends with t's runtime.
+func (r *taskRegistry) result(ctx context.Context, s *slot, t *Task, patient bool) (*mcp.CallToolResult, error) {
+	return do(ctx, s, request[*mcp.CallToolResult]{
+		method: string(mcp.MethodTasksResult), name: t.id, op: "collect task", replay: alwaysReplayable, patient: patient,
+		send: func(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (*mcp.CallToolResult, error) {
+			if err := checkProto(t.proto, c); err != nil {
+				return nil, err
+			}
+			if patient {
+				// Ends at detach, so that Disable does not wait for it.
+				if l := s.leaseOf(c); l != nil {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					defer cancel()
+					defer context.AfterFunc(l.ctx, cancel)()
+				}
+			}
+			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksResult), taskParams(id, ""), id, false)
+			if err != nil {
+				return nil, err
+			}
+			return parseToolResult(raw)
+		},
+	}, nil, r.pollOptions(s), nil)
+}
+
+// fulfil answers input requests with the host's handlers, in key order, as
+// the runtime of c would answer the server's own requests (the same
+// admission, the same interceptors).
+func (r *taskRegistry) fulfil(ctx context.Context, s *slot, c *mcpclient.Client, inputs mcp.InputRequests) (mcp.InputResponses, error) {
+	l := s.leaseOf(c)
+	if l == nil {
+		return nil, errors.New("the runtime was replaced")
+	}
+	h := &leaseHandlers{m: r.m, l: l}
+	keys := make([]string, 0, len(inputs))
+	for k := range inputs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make(mcp.InputResponses, len(inputs))
+	for _, k := range keys {
+		in := inputs[k]
+		switch in.Method {
+		case mcp.MethodElicitationCreate:
+			if r.m.opts.elicitation == nil || in.Elicitation == nil {
+				return nil, fmt.Errorf("%q: elicitation: the host has no elicitation handler", k)
+			}
+			res, err := h.Elicit(ctx, mcp.ElicitationRequest{Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: *in.Elicitation})
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", k, err)
+			}
+			out[k] = mcp.NewElicitationInputResponse(*res)
+		case mcp.MethodSamplingCreateMessage:
+			if r.m.opts.sampling == nil || in.Sampling == nil {
+				return nil, fmt.Errorf("%q: sampling: the host has no sampling handler", k)
+			}
+			res, err := h.CreateMessage(ctx, mcp.CreateMessageRequest{Request: mcp.Request{Method: string(mcp.MethodSamplingCreateMessage)}, CreateMessageParams: *in.Sampling})
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", k, err)
+			}
+			out[k] = mcp.NewSamplingInputResponse(*res)
+		case mcp.MethodListRoots:
+			if !r.m.opts.rootsEnabled {
+				return nil, fmt.Errorf("%q: roots: the host declares no roots", k)
+			}
+			res, err := h.ListRoots(ctx, mcp.ListRootsRequest{})
+			if err != nil {
+				return nil, fmt.Errorf("%q: %w", k, err)
+			}
+			out[k] = mcp.NewRootsInputResponse(*res)
+		default:
+			return nil, fmt.Errorf("%q: unsupported input request %q", k, in.Method)
+		}
+	}
+	return out, nil
+}
+
+// sendCancel is the send function of tasks/cancel. A 2025-11-25 server
+// answers with the task, which is taken in.
+func (t *Task) sendCancel(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (struct{}, error) {
+	if err := checkProto(t.proto, c); err != nil {
+		return struct{}{}, err
+	}
+	t.mu.Lock()
+	rs := t.requestState
+	t.mu.Unlock()
+	r := t.m.tasks
+	raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksCancel), taskParams(id, rs), id, t.proto == protoExt)
+	if err != nil {
+		return struct{}{}, err
+	}
+	if t.proto == protoCore {
+		if w, err := parseWireTask(t.proto, raw); err == nil && w.ID == id {
+			if r.observe(t, w) {
+				_ = r.save(t)
+			}
+			if w.Status == TaskCancelled {
+				r.end(t, TaskCancelled, nil, t.taskError(ErrTaskCancelled, nil, w.Message), "")
+			}
+		}
+	}
+	return struct{}{}, nil
+}
+
+// leaseOf returns the slot's lease if it is c's, or nil.
+func (s *slot) leaseOf(c *mcpclient.Client) *lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.lease; l != nil && l.client == c {
+		return l
 	}
 	return nil
 }
