@@ -322,7 +322,11 @@ func outcomeOf[T any](res T, err error) Outcome {
 		return OutcomeTimeout
 	case errors.Is(err, context.Canceled):
 		return OutcomeCanceled
-	case errors.Is(err, ErrServerError):
+	case errors.Is(err, ErrTaskLost):
+		return OutcomeUnknown // the task may or may not have run to its end
+	case errors.Is(err, ErrTaskCancelled):
+		return OutcomeCanceled
+	case errors.Is(err, ErrServerError), errors.Is(err, ErrTaskFailed), errors.Is(err, ErrTaskUnsupported):
 		return OutcomeServerError
 	case errors.Is(err, ErrMessageTooLarge):
 		return OutcomeTooLarge

@@ -206,7 +206,8 @@ func (t *Task) Wait(ctx context.Context) (*mcp.CallToolResult, error) {
 			}
 		}
 	}
-	t.m.tasks.collect(t)
+	// Delivered: the store forgets it even if the caller's ctx ends now.
+	_ = t.m.tasks.collect(context.WithoutCancel(ctx), t)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.result, t.err
@@ -237,13 +238,14 @@ func (t *Task) Cancel(ctx context.Context) error {
 
 // Forget drops the handle without asking the server anything: the task
 // leaves Tasks and the TaskStore, and a Wait under way returns an error
-// wrapping ErrClosed. It is for a task whose server is gone for good; the
-// server, if it still runs the task, is not told.
+// wrapping ErrClosed (a task that had ended keeps its outcome for Wait).
+// It is for a task whose server is gone for good; the server, if it still
+// runs the task, is not told. ctx bounds the store's delete, whose error it
+// returns.
 func (t *Task) Forget(ctx context.Context) error {
 	const why = "forgotten by the host"
 	t.m.tasks.finish(t, TaskLost, nil, t.taskError(ErrClosed, nil, why), why)
-	t.m.tasks.collect(t)
-	return nil
+	return withOp("forget "+t.op(), t.server, t.m.tasks.collect(ctx, t))
 }
 
 // StartTask calls tool on server with args as an MCP task, and returns its

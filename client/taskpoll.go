@@ -287,17 +287,27 @@ func (r *taskRegistry) serverAdded(server string) {
 	defer r.mu.Unlock()
 	now := r.m.opts.clock.Now()
 	for k, t := range r.tasks {
-		if k.server == server && t.parked {
+		switch {
+		case k.server != server:
+		case t.parked:
 			t.parked = false
 			r.scheduleLocked(t, now)
+		case t.polling:
+			// A poll that did not find the server yet must not park
+			// the task now that it is here.
+			t.again = true
 		}
 	}
 }
 
-// park leaves t unpolled until its server is added.
+// park leaves t unpolled until its server is added, unless it was added
+// while t's poll looked for it.
 func (r *taskRegistry) park(t *Task) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if t.again {
+		return
+	}
 	t.parked = true
 	if t.index >= 0 {
 		heap.Remove(&r.due, t.index)

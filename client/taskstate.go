@@ -65,7 +65,7 @@ func (r *taskRegistry) load() {
 		}
 		r.mu.Lock()
 		r.tasks[taskKey{t.server, t.id}] = t
-		if !t.status.Terminal() {
+		if !t.finished {
 			t.next = r.m.opts.clock.Now()
 			heap.Push(&r.due, t)
 			r.startLocked()
@@ -75,12 +75,13 @@ func (r *taskRegistry) load() {
 }
 
 // collect removes t from the registry and its record from the store, once:
-// its outcome was delivered (Wait) or it was forgotten.
-func (r *taskRegistry) collect(t *Task) {
+// its outcome was delivered (Wait) or it was forgotten. ctx bounds the
+// store's delete, within taskStoreTimeout.
+func (r *taskRegistry) collect(ctx context.Context, t *Task) error {
 	t.mu.Lock()
 	if t.collected {
 		t.mu.Unlock()
-		return
+		return nil
 	}
 	t.collected = true
 	t.mu.Unlock()
@@ -93,16 +94,18 @@ func (r *taskRegistry) collect(t *Task) {
 	}
 	r.mu.Unlock()
 	if t.id == "" {
-		return // answered at once: never stored
+		return nil // answered at once: never stored
 	}
 	t.saveMu.Lock()
 	defer t.saveMu.Unlock()
 	t.deleted = true
-	ctx, cancel := context.WithTimeout(context.Background(), taskStoreTimeout)
+	ctx, cancel := context.WithTimeout(ctx, taskStoreTimeout)
 	defer cancel()
-	if err := r.store.DeleteTask(ctx, t.server, t.id); err != nil {
+	err := r.store.DeleteTask(ctx, t.server, t.id)
+	if err != nil {
 		r.m.opts.logger.Error("mcpfleet: task store: could not delete a collected task", "server", t.server, "task", t.id, "error", err)
 	}
+	return err
 }
 
 // save writes what t is now to the store. Saves of one task are ordered:
@@ -280,7 +283,7 @@ func (t *Task) recordLocked() store.TaskRecord {
 		r.Answered = append(r.Answered, k)
 	}
 	slices.Sort(r.Answered)
-	if t.status.Terminal() {
+	if t.finished {
 		if t.result != nil {
 			r.Result, _ = t.result.MarshalJSON()
 		}
@@ -311,11 +314,16 @@ func (m *Manager) taskFromRecord(r store.TaskRecord) (*Task, bool) {
 	for _, k := range r.Answered {
 		t.answered[k] = true
 	}
-	if !st.Terminal() {
+	// A task the server said has ended, whose outcome was not collected
+	// yet, is polled for it; one whose outcome was, waits for the host.
+	switch {
+	case !st.Terminal(),
+		st == TaskCompleted && len(r.Result) == 0,
+		st == TaskFailed && r.Error == "":
+		t.emitted = st
 		return t, true
 	}
-	// A task that ended before the host collected it: its outcome, as
-	// stored. An error keeps its sentinel and its message.
+	// An error keeps its sentinel and its message.
 	switch st {
 	case TaskCompleted:
 		res, err := parseToolResult(r.Result)
