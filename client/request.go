@@ -344,16 +344,13 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 	var zero T
 	m, server := s.m, s.name
 	cfg := s.config()
-	timeout := cfg.spec.Timeout
-	if r.patient {
-		timeout = 0
-	}
 	var o callOptions
 	if len(opts) > 0 {
 		o = applyCallOptions(opts)
 	}
-	if o.timeout > 0 {
-		timeout = o.timeout
+	timeout := callTimeout(cfg, &o)
+	if r.patient {
+		timeout = o.timeout // not the server's
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -443,6 +440,16 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 		}
 		return zero, canceledError(ctx, server, err)
 	}
+}
+
+// callTimeout is what bounds a call with options o on a server configured
+// with cfg: the call's own timeout (WithCallTimeout), or else the server's
+// Timeout; 0 for none.
+func callTimeout(cfg *slotConfig, o *callOptions) time.Duration {
+	if o.timeout > 0 {
+		return o.timeout
+	}
+	return cfg.spec.Timeout
 }
 
 // acquire returns the current lease with a call registered on it, waiting

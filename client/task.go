@@ -331,11 +331,7 @@ func (m *Manager) Tasks() []*Task {
 // in the background.
 func (m *Manager) callAsTask(ctx context.Context, s *slot, req *Request, tool string, args any, opts []CallOption) (*mcp.CallToolResult, error) {
 	o := applyCallOptions(opts)
-	timeout := s.config().spec.Timeout
-	if o.timeout > 0 {
-		timeout = o.timeout
-	}
-	if timeout > 0 {
+	if timeout := callTimeout(s.config(), &o); timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()

@@ -531,6 +531,10 @@ var taskPollTimeoutOption = []CallOption{WithCallTimeout(taskPollTimeout)}
 // result sends tasks/result for t. A patient one waits as long as the
 // task runs, and ends with t's runtime.
 func (r *taskRegistry) result(ctx context.Context, s *slot, t *Task, patient bool) (*mcp.CallToolResult, error) {
+	opts := r.pollOptions(s)
+	if patient {
+		opts = nil
+	}
 	return do(ctx, s, request[*mcp.CallToolResult]{
 		method: string(mcp.MethodTasksResult), name: t.id, op: "collect task", replay: alwaysReplayable, patient: patient,
 		send: func(ctx context.Context, s *slot, c *mcpclient.Client, id string, _ any) (*mcp.CallToolResult, error) {
@@ -552,7 +556,7 @@ func (r *taskRegistry) result(ctx context.Context, s *slot, t *Task, patient boo
 			}
 			return parseToolResult(raw)
 		},
-	}, nil, r.pollOptions(s), nil)
+	}, nil, opts, nil)
 }
 
 // fulfil answers input requests with the host's handlers, in key order, as

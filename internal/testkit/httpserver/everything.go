@@ -36,15 +36,19 @@ type Everything struct {
 	bin  string
 	mode string
 	port int
-
-	mu   sync.Mutex // guards proc
-	proc *everythingProc
+	procSlot
 }
 
 type everythingProc struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process was reaped
 	output *lockedBuffer
+}
+
+// procSlot holds the process of a server that stops and starts again.
+type procSlot struct {
+	mu   sync.Mutex // guards proc
+	proc *everythingProc
 }
 
 // StartEverything starts server-everything in mode (EverythingStreamable
@@ -78,13 +82,13 @@ func (e *Everything) URL() string {
 func (e *Everything) Addr() string { return "127.0.0.1:" + strconv.Itoa(e.port) }
 
 // Output returns what the server printed so far, for failure messages.
-func (e *Everything) Output() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.proc == nil {
+func (p *procSlot) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
 		return ""
 	}
-	return e.proc.output.String()
+	return p.proc.output.String()
 }
 
 // Restart kills the server and starts a new one on the same port.
@@ -98,31 +102,36 @@ func (e *Everything) Restart(t testing.TB) {
 
 // Stop kills the server's whole process group and reaps it. It is safe to
 // call while stopped.
-func (e *Everything) Stop() {
-	e.mu.Lock()
-	p := e.proc
-	e.proc = nil
-	e.mu.Unlock()
-	if p == nil {
+func (p *procSlot) Stop() {
+	p.mu.Lock()
+	proc := p.proc
+	p.proc = nil
+	p.mu.Unlock()
+	if proc == nil {
 		return
 	}
-	killTree(p.cmd)
-	<-p.exited
+	killTree(proc.cmd)
+	<-proc.exited
+}
+
+// start starts cmd (see startProc) as the slot's process; one that did not
+// come to listen is stopped.
+func (p *procSlot) start(cmd *exec.Cmd, env []string, markers [][]byte) error {
+	proc, err := startProc(cmd, env, markers, func(proc *everythingProc) {
+		p.mu.Lock()
+		p.proc = proc
+		p.mu.Unlock()
+	})
+	if proc != nil && err != nil {
+		p.Stop()
+	}
+	return err
 }
 
 func (e *Everything) start() error {
 	// The two transports announce that they listen with these lines.
 	markers := [][]byte{[]byte("listening on port"), []byte("running on port")}
-	p, err := startProc(exec.Command(e.bin, e.mode), []string{"PORT=" + strconv.Itoa(e.port)}, markers,
-		func(p *everythingProc) {
-			e.mu.Lock()
-			e.proc = p
-			e.mu.Unlock()
-		})
-	if p != nil && err != nil {
-		e.Stop()
-	}
-	return err
+	return e.procSlot.start(exec.Command(e.bin, e.mode), []string{"PORT=" + strconv.Itoa(e.port)}, markers)
 }
 
 // startProc starts cmd with env added, in its own process group, hands

@@ -3,7 +3,6 @@ package httpserver
 import (
 	"os/exec"
 	"strconv"
-	"sync"
 	"testing"
 )
 
@@ -15,9 +14,7 @@ type Node struct {
 	node, script string
 	port         int
 	markers      [][]byte
-
-	mu   sync.Mutex // guards proc
-	proc *everythingProc
+	procSlot
 }
 
 // StartNode runs script with node, and waits until it prints one of
@@ -43,40 +40,7 @@ func StartNode(t testing.TB, node, script string, markers ...string) *Node {
 // URL returns the server's endpoint at path ("/mcp").
 func (n *Node) URL(path string) string { return "http://127.0.0.1:" + strconv.Itoa(n.port) + path }
 
-// Output returns what the server printed so far, for failure messages.
-func (n *Node) Output() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil {
-		return ""
-	}
-	return n.proc.output.String()
-}
-
-// Stop kills the server's process group and reaps it. It is safe to call
-// while stopped.
-func (n *Node) Stop() {
-	n.mu.Lock()
-	p := n.proc
-	n.proc = nil
-	n.mu.Unlock()
-	if p == nil {
-		return
-	}
-	killTree(p.cmd)
-	<-p.exited
-}
-
 func (n *Node) start() error {
 	port := strconv.Itoa(n.port)
-	p, err := startProc(exec.Command(n.node, n.script), []string{"PORT=" + port, "MCP_PORT=" + port}, n.markers,
-		func(p *everythingProc) {
-			n.mu.Lock()
-			n.proc = p
-			n.mu.Unlock()
-		})
-	if p != nil && err != nil {
-		n.Stop()
-	}
-	return err
+	return n.procSlot.start(exec.Command(n.node, n.script), []string{"PORT=" + port, "MCP_PORT=" + port}, n.markers)
 }

@@ -105,16 +105,7 @@ func NewExt(pollInterval time.Duration) *Ext {
 }
 
 // Release lets job's tasks complete.
-func (e *Ext) Release(job string) {
-	g := e.jobs.gate(job)
-	e.jobs.mu.Lock()
-	defer e.jobs.mu.Unlock()
-	select {
-	case <-g:
-	default:
-		close(g)
-	}
-}
+func (e *Ext) Release(job string) { e.jobs.release(job) }
 
 // Started receives the id of each task as it starts; Cancelled as
 // tasks/cancel reaches it; Updated as tasks/update answers reach it.

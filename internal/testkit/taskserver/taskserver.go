@@ -89,6 +89,18 @@ type jobs struct {
 	gates map[string]chan struct{}
 }
 
+// release closes name's gate, once.
+func (j *jobs) release(name string) {
+	g := j.gate(name)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	select {
+	case <-g:
+	default:
+		close(g)
+	}
+}
+
 func (j *jobs) gate(name string) chan struct{} {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -167,16 +179,7 @@ func (s *Server) MCPServer() *server.MCPServer {
 }
 
 // Release lets job's tools finish, now and from now on.
-func (s *Server) Release(job string) {
-	g := s.jobs.gate(job)
-	s.jobs.mu.Lock()
-	defer s.jobs.mu.Unlock()
-	select {
-	case <-g:
-	default:
-		close(g)
-	}
-}
+func (s *Server) Release(job string) { s.jobs.release(job) }
 
 // Started receives each job's name as its tool starts.
 func (s *Server) Started() <-chan string { return s.started }
