@@ -890,3 +890,39 @@ func TestTaskExtension(t *testing.T) {
 		}
 	}
 }
+
+// A new Manager collects the tasks of its store once Apply adds their
+// server, as Add does.
+func TestTaskCollectedAfterApply(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	hs := taskserver.StartHTTP(t, ts)
+	st := store.NewMemoryTaskStore()
+	first := newTaskEnv(t, st)
+	first.add("jobs", ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}})
+	task, err := first.m.StartTask(first.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "apply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := newTaskEnv(t, st)
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {"jobs": {"type": "http", "url": "` + hs.URL() + `"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.m.Apply(second.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.m.WaitFor(second.ctx, "jobs", lifecycle.Connected); err != nil {
+		t.Fatal(err)
+	}
+	ts.Release("apply")
+	again := second.m.Tasks()[0]
+	second.pollUntil(task.ID(), DefaultTaskPollInterval, 5, func() bool { return again.Status().Terminal() })
+	res, err := again.Wait(second.ctx)
+	if err != nil || resultText(t, res) != "done apply" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
