@@ -5,21 +5,32 @@ GO      ?= go
 NPM_DIR := testdata/npm
 CONFORMANCE_DIR := testdata/conformance
 
-.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak
+.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus
 
 # go test ./... includes internal/testkit/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
 # otel/ is a module of its own (so that the core requires no OpenTelemetry):
-# ./... of the core does not reach it, so it is vetted and tested apart.
+# ./... of the core does not reach it, so it is vetted and tested apart. So
+# are the LLM adapters (llm/anthropic, llm/openai, llm/gemini) and the agent
+# example, each a module of its own with its SDK.
 test: npm conformance-npm vet crossbuild
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd otel && $(GO) test -race -count=1 ./...
+	cd llm/anthropic && $(GO) test -race -count=1 ./...
+	cd llm/openai && $(GO) test -race -count=1 ./...
+	cd llm/gemini && $(GO) test -race -count=1 ./...
+	cd examples/agent && $(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 10s ./client/
+	$(GO) test -run '^$$' -fuzz FuzzURL -fuzztime 10s ./internal/redact/
 
 vet:
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	cd otel && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd llm/anthropic && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd llm/openai && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd llm/gemini && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd examples/agent && $(GO) mod tidy -diff && $(GO) vet ./...
 
 # Every package, tests included, must build and vet for the other OSes hosts
 # run on; linux/amd64 is the one whose tests run.
@@ -46,11 +57,18 @@ conformance: conformance-npm
 
 # Benchmarks behind BENCHMARKS.md; compare with benchstat -col /impl.
 bench: npm
-	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/...
+	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/... ./toolsearch/
 	cd otel && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 demo:
 	$(GO) run ./examples/demo
+
+# Capture the tool-search corpus (testdata/toolcorpus/corpus.json) again from
+# the servers pinned in testdata/toolcorpus/npm. Only for a change of those
+# packages: the tests read the committed file and need no npm.
+toolcorpus:
+	npm ci --prefix testdata/toolcorpus/npm --ignore-scripts --no-audit --no-fund --loglevel=error
+	$(GO) run ./internal/testkit/toolcorpus/capture
 
 # The soak: 22 servers of every kind, 8 callers, a random fault every
 # 0.1-0.5 s for $(SOAK); fails on any call outside the documented classes and

@@ -209,7 +209,7 @@ func TestApplySummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := cfg.Servers["bad"] // changed after parsing, as no file could
-	bad.Type = "carrier-pigeon"
+	bad.Stdio = nil
 	cfg.Servers["bad"] = bad
 	res, err = m.Apply(testCtx(t), cfg)
 	want := ApplyResult{Added: []string{"new"}, Removed: []string{"gone"}, Restarted: []string{"change"},

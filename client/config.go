@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
@@ -43,43 +43,25 @@ type Config struct {
 // "inputs" entry); in a Gemini CLI file, $VAR as well. Header and env
 // values are secrets: String, LogValue and errors never show them.
 type ServerConfig struct {
-	// Type is "stdio", "http" (or "streamable-http") or "sse". Empty means
-	// stdio when Command is set, and for a URL: http, or sse in a Gemini
-	// CLI file, where "httpUrl" is the key for streamable HTTP.
-	Type    string
-	Command string
-	Args    []string
-	// Env holds the variables set for a stdio server: those of EnvFile,
-	// overridden by the entry's "env".
-	Env map[string]string
+	// Type is "stdio", "http" or "sse", as the entry's "type" (or its
+	// "transport") said it or as the parser resolved it: stdio for a
+	// "command", http for a "url" ("streamable-http" too), sse for a
+	// "url" in a Gemini CLI file, where "httpUrl" is the key for
+	// streamable HTTP.
+	Type string
 	// EnvFile is the dotenv file (VS Code's "envFile") whose variables
-	// were read into Env; a relative path is read from the workspace
-	// folder (WithWorkspaceFolder), else from the config file's directory.
-	// Its lines are NAME=value, "export " before one allowed, a value bare
-	// (up to a " #" comment), 'single-quoted' or "double-quoted" (with \n
+	// were read into the stdio spec's Env, under the entry's own "env"; a
+	// relative path is read from the workspace folder
+	// (WithWorkspaceFolder), else from the config file's directory. Its
+	// lines are NAME=value, "export " before one allowed, a value bare (up
+	// to a " #" comment), 'single-quoted' or "double-quoted" (with \n
 	// escapes); blank lines and # lines are skipped; no variables are
 	// expanded in it. A bad line is an error naming the file and the line
 	// number, never the line.
 	EnvFile string
-	Cwd     string
-	URL     string
-	Headers map[string]string
-	// OAuth is the "oauth" block of an HTTP server: clientId,
-	// clientSecret, scopes, callbackPort or redirectUri, grant
-	// ("authorization_code", "client_credentials"), and
-	// clientMetadataUrl, tokenEndpointAuthMethod, privateKey,
-	// signingAlgorithm, clientName. The names follow Claude Code's and
-	// Gemini CLI's oauth blocks where they have one. The client secret and
-	// the private key are secrets.
-	OAuth *oauth.Config
-
-	// Disabled adds the server switched off.
-	Disabled bool
 	// Required makes Apply wait for the server to connect and fail if it
-	// does not.
+	// does not (or as soon as it settles where only a person can help).
 	Required bool
-	// Lazy defers the first connect to the first call.
-	Lazy bool
 	// Trust is Gemini CLI's "trust": there it bypasses the user's
 	// confirmation of every call of the server's tools. mcpfleet asks no
 	// one anything, so it does nothing with it: a host that confirms tool
@@ -88,30 +70,30 @@ type ServerConfig struct {
 	// Description is Gemini CLI's "description" of the server, for a host
 	// to show.
 	Description string
-	// Timeout bounds each call: "30s", or a number of seconds; in a Gemini
-	// CLI file a number is milliseconds, as Gemini CLI documents it
-	// (30000 is 30s). Outside Gemini's dialect a bare number of 1000 or
-	// more is refused as ambiguous (Gemini's milliseconds read as
-	// seconds): write a duration such as "20m".
-	Timeout time.Duration
-	// IdleTimeout closes the server's runtime after that long unused
-	// ("idleTimeout": "5m", or a number of seconds); the next call starts
-	// it again. See ServerSpec.IdleTimeout. Changing it needs no restart.
-	IdleTimeout time.Duration
-	// Reconnect overrides the manager's reconnect policy.
-	Reconnect *lifecycle.Policy
-	// ToolPrefix replaces the server's name in qualified tool names.
-	ToolPrefix string
-	// ToolFilter decides which of the server's tools are published: the
-	// "tools" object, {"allow": [...], "deny": [...]}, or Gemini CLI's
-	// "includeTools" and "excludeTools" arrays (allow and deny). Entries
-	// are tool names or path.Match globs (see ToolFilter). A change of it
-	// alone is applied without a restart.
-	ToolFilter ToolFilter
-	// Limits bounds what the server may cost the host ("limits": sizes as
-	// a number of bytes or "16MiB", counts and rates as numbers, "off" to
-	// turn one off).
-	Limits Limits
+
+	// ServerSpec is the entry as Add takes it, which Spec returns:
+	//   - Stdio from "command", "args", "env" (over the envFile's) and
+	//     "cwd"; HTTP from "url" (or Gemini CLI's "httpUrl") and
+	//     "headers", with the type's Kind;
+	//   - OAuth from the "oauth" block of an HTTP server: clientId,
+	//     clientSecret, scopes, callbackPort or redirectUri, grant
+	//     ("authorization_code", "client_credentials"), clientMetadataUrl,
+	//     tokenEndpointAuthMethod, privateKey, signingAlgorithm, clientName,
+	//     and issuer (the authorization server to pin, see
+	//     oauth.Config.Issuer), named as in Claude Code's and Gemini CLI's
+	//     oauth blocks; the client secret and the private key are secrets;
+	//   - Disabled, Lazy, IdleTimeout ("idleTimeout": "5m" or seconds; no
+	//     restart when it alone changes), Reconnect ("reconnect"),
+	//     ToolPrefix ("toolPrefix"), Limits ("limits": sizes as bytes or
+	//     "16MiB", counts and rates as numbers, "off" to turn one off);
+	//   - Timeout ("timeout": "30s", or a number of seconds; in a Gemini CLI
+	//     file a number is milliseconds, as Gemini CLI documents it, and
+	//     elsewhere a bare number of 1000 or more is refused as ambiguous);
+	//   - ToolFilter: the "tools" object, {"allow": [...], "deny": [...]},
+	//     or Gemini CLI's "includeTools" and "excludeTools" arrays; entries
+	//     are tool names or path.Match globs; no restart when it alone
+	//     changes.
+	ServerSpec
 }
 
 // ConfigOption configures ParseConfig and LoadConfig.
@@ -181,7 +163,7 @@ var (
 	limitsKeys = []string{"maxMessageBytes", "maxCatalogItems", "maxCatalogPages", "notificationRate",
 		"maxServerRequests", "serverRequestRate"}
 	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
-		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName"}
+		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName", "issuer"}
 	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
 		"maxElapsed", "stableAfter", "probeInterval"}
 )
@@ -258,19 +240,22 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 		return ServerConfig{}, false
 	}
 	before := len(p.errs)
-	var sc ServerConfig
-	var httpURL string // Gemini CLI's "httpUrl"
+	var (
+		sc      ServerConfig
+		w       wire
+		httpURL string // Gemini CLI's "httpUrl"
+	)
 	for _, k := range sortedKeys(fields) {
 		v := fields[k]
 		switch k {
 		case "type", "transport":
 			sc.Type = p.str(name, k, v)
 		case "command":
-			sc.Command = p.str(name, k, v)
+			w.command = p.str(name, k, v)
 		case "cwd":
-			sc.Cwd = p.str(name, k, v)
+			w.cwd = p.str(name, k, v)
 		case "url":
-			sc.URL = p.str(name, k, v)
+			w.url = p.str(name, k, v)
 		case "httpUrl":
 			httpURL = p.str(name, k, v)
 		case "description":
@@ -286,12 +271,12 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 				continue
 			}
 			for i, a := range args {
-				sc.Args = append(sc.Args, p.str(name, fmt.Sprintf("args[%d]", i), a))
+				w.args = append(w.args, p.str(name, fmt.Sprintf("args[%d]", i), a))
 			}
 		case "env":
-			sc.Env = p.strMap(name, k, v)
+			w.env = p.strMap(name, k, v)
 		case "headers":
-			sc.Headers = p.strMap(name, k, v)
+			w.headers = p.strMap(name, k, v)
 		case "disabled":
 			sc.Disabled = p.boolean(name, k, v)
 		case "required":
@@ -332,38 +317,46 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 			p.unknownKey(name, k, k, serverKeys)
 		}
 	}
-	p.transport(name, &sc, httpURL)
-	p.envFile(name, &sc)
-	p.check(name, &sc)
+	p.transport(name, &sc, &w, httpURL)
+	p.envFile(name, &sc, &w)
+	p.check(name, &sc, &w)
 	return sc, len(p.errs) == before
+}
+
+// wire is what an entry says of how to reach its server, as the file
+// says it; check turns it into the spec's Stdio or HTTP.
+type wire struct {
+	command, cwd, url string
+	args              []string
+	env, headers      map[string]string
 }
 
 // transport settles an entry's URL keys: Gemini CLI's "httpUrl" is
 // streamable HTTP; in a Gemini CLI file, "url" without a "type" is legacy
 // SSE, as Gemini CLI reads it (elsewhere check makes it streamable HTTP).
-func (p *configParser) transport(name string, sc *ServerConfig, httpURL string) {
+func (p *configParser) transport(name string, sc *ServerConfig, w *wire, httpURL string) {
 	if httpURL != "" {
 		switch {
-		case sc.URL != "":
+		case w.url != "":
 			p.errorf(name, "httpUrl", "url is set too; use httpUrl for streamable HTTP or url for SSE, not both")
 		case sc.Type == "sse":
 			p.errorf(name, "httpUrl", "httpUrl is streamable HTTP but type is sse; use url for SSE")
 		default:
-			sc.URL = httpURL
+			w.url = httpURL
 			if sc.Type == "" {
 				sc.Type = "http"
 			}
 		}
 		return
 	}
-	if p.dialect == DialectGemini && sc.URL != "" && sc.Type == "" && sc.Command == "" {
+	if p.dialect == DialectGemini && w.url != "" && sc.Type == "" && w.command == "" {
 		sc.Type = "sse"
 	}
 }
 
 // envFile reads the entry's envFile into its env; the entry's own env
 // wins over the file, as in VS Code.
-func (p *configParser) envFile(name string, sc *ServerConfig) {
+func (p *configParser) envFile(name string, sc *ServerConfig, w *wire) {
 	if sc.EnvFile == "" {
 		return
 	}
@@ -377,38 +370,38 @@ func (p *configParser) envFile(name string, sc *ServerConfig) {
 		p.errorf(name, "envFile", "%v", err)
 		return
 	}
-	for k, v := range sc.Env {
+	for k, v := range w.env {
 		vars[k] = v
 	}
-	sc.Env = vars
+	w.env = vars
 }
 
 // check validates the entry as a whole, resolving an empty type.
-func (p *configParser) check(name string, sc *ServerConfig) {
+func (p *configParser) check(name string, sc *ServerConfig, w *wire) {
 	switch sc.Type {
 	case "":
 		switch {
-		case sc.Command != "" && sc.URL != "":
+		case w.command != "" && w.url != "":
 			p.errorf(name, "type", "both command and url are set; set type to say which")
-		case sc.Command != "":
+		case w.command != "":
 			sc.Type = "stdio"
-		case sc.URL != "":
+		case w.url != "":
 			sc.Type = "http"
 		default:
 			p.errorf(name, "command", "missing: a server needs a command (stdio) or a url (http, sse)")
 		}
 	case "stdio":
-		if sc.Command == "" {
+		if w.command == "" {
 			p.errorf(name, "command", "missing for type stdio")
 		}
 	case "http", "streamable-http", "streamableHttp", "sse":
-		if sc.URL == "" {
+		if w.url == "" {
 			p.errorf(name, "url", "missing for type %s", sc.Type)
 		}
 	default:
 		p.errorf(name, "type", "unknown type %q (want stdio, http, streamable-http or sse)", sc.Type)
 	}
-	if sc.Type == "stdio" && (sc.URL != "" || len(sc.Headers) > 0) {
+	if sc.Type == "stdio" && (w.url != "" || len(w.headers) > 0) {
 		p.errorf(name, "url", "url and headers do not apply to a stdio server")
 	}
 	if sc.Type == "stdio" && sc.OAuth != nil {
@@ -419,7 +412,7 @@ func (p *configParser) check(name string, sc *ServerConfig) {
 			p.errorf(name, "oauth", "%s", strings.TrimPrefix(err.Error(), "mcpfleet: oauth: "))
 		}
 	}
-	if sc.Type != "stdio" && sc.Type != "" && (sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "" || sc.EnvFile != "") {
+	if sc.Type != "stdio" && sc.Type != "" && (w.command != "" || len(w.args) > 0 || len(w.env) > 0 || w.cwd != "" || sc.EnvFile != "") {
 		p.errorf(name, "command", "command, args, env, envFile and cwd do not apply to a %s server", sc.Type)
 	}
 	if sc.Reconnect != nil {
@@ -427,7 +420,17 @@ func (p *configParser) check(name string, sc *ServerConfig) {
 			p.errorf(name, "reconnect", "%v", err)
 		}
 	}
-	if sc.Type != "" && (sc.Command != "" || sc.URL != "") {
+	switch sc.Type {
+	case "stdio":
+		if w.command != "" {
+			sc.Stdio = &stdio.Spec{Command: w.command, Args: w.args, Env: w.env, Dir: w.cwd}
+		}
+	case "http", "streamable-http", "streamableHttp":
+		sc.HTTP = &mcphttp.Spec{URL: w.url, Headers: w.headers, Kind: mcphttp.StreamableHTTP}
+	case "sse":
+		sc.HTTP = &mcphttp.Spec{URL: w.url, Headers: w.headers, Kind: mcphttp.SSE}
+	}
+	if sc.Stdio != nil || (sc.HTTP != nil && w.url != "") {
 		if _, err := sc.Spec(); err != nil {
 			p.errorf(name, "", "%v", err)
 		}
@@ -668,6 +671,8 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 			c.SigningAlgorithm = p.str(server, f, v)
 		case "clientName":
 			c.ClientName = p.str(server, f, v)
+		case "issuer":
+			c.Issuer = p.str(server, f, v)
 		case "grant":
 			g, err := oauth.ParseGrant(p.str(server, f, v))
 			if err != nil {
@@ -791,54 +796,30 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// Spec turns the entry into a ServerSpec.
+// Spec returns the entry's ServerSpec, checked.
 func (c ServerConfig) Spec() (ServerSpec, error) {
-	spec := ServerSpec{
-		Disabled:   c.Disabled,
-		Lazy:       c.Lazy,
-		Timeout:    c.Timeout,
-		Reconnect:  c.Reconnect,
-		ToolPrefix: c.ToolPrefix,
-		ToolFilter: c.ToolFilter,
-		Limits:     c.Limits,
-	}
-	spec.IdleTimeout = c.IdleTimeout
-	switch c.Type {
-	case "stdio", "":
-		if c.Command == "" {
-			return ServerSpec{}, errors.New("command: missing")
-		}
-		spec.Stdio = &stdio.Spec{Command: c.Command, Args: c.Args, Env: c.Env, Dir: c.Cwd}
-	case "http", "streamable-http", "streamableHttp":
-		spec.HTTP = &mcphttp.Spec{URL: c.URL, Headers: c.Headers, Kind: mcphttp.StreamableHTTP}
-		spec.OAuth = c.OAuth
-	case "sse":
-		spec.HTTP = &mcphttp.Spec{URL: c.URL, Headers: c.Headers, Kind: mcphttp.SSE}
-		spec.OAuth = c.OAuth
-	default:
-		return ServerSpec{}, fmt.Errorf("type: unknown type %q", c.Type)
-	}
-	return spec, spec.Validate()
+	return c.ServerSpec, c.ServerSpec.Validate()
 }
 
-// String describes the entry without secrets: env and header names only.
+// String describes the entry without secrets: env and header names only,
+// the URL with its userinfo and query values masked.
 func (c ServerConfig) String() string {
 	var b strings.Builder
 	b.WriteString(c.Type)
-	if c.Command != "" {
-		b.WriteString(" " + strconv.Quote(c.Command))
-		for _, a := range c.Args {
+	if s := c.Stdio; s != nil {
+		b.WriteString(" " + strconv.Quote(s.Command))
+		for _, a := range s.Args {
 			b.WriteString(" " + strconv.Quote(a))
 		}
+		if len(s.Env) > 0 {
+			b.WriteString(" env=[" + strings.Join(sortedKeys(s.Env), ",") + "]")
+		}
 	}
-	if c.URL != "" {
-		b.WriteString(" " + c.URL)
-	}
-	if len(c.Env) > 0 {
-		b.WriteString(" env=[" + strings.Join(sortedKeys(c.Env), ",") + "]")
-	}
-	if len(c.Headers) > 0 {
-		b.WriteString(" headers=[" + strings.Join(sortedKeys(c.Headers), ",") + "]")
+	if h := c.HTTP; h != nil {
+		b.WriteString(" " + redact.URL(h.URL))
+		if len(h.Headers) > 0 {
+			b.WriteString(" headers=[" + strings.Join(sortedKeys(h.Headers), ",") + "]")
+		}
 	}
 	if c.OAuth != nil {
 		b.WriteString(" " + c.OAuth.String())
@@ -846,8 +827,8 @@ func (c ServerConfig) String() string {
 	if c.EnvFile != "" {
 		b.WriteString(" envFile=" + c.EnvFile)
 	}
-	if c.Cwd != "" {
-		b.WriteString(" cwd=" + c.Cwd)
+	if c.Stdio != nil && c.Stdio.Dir != "" {
+		b.WriteString(" cwd=" + c.Stdio.Dir)
 	}
 	if c.Disabled {
 		b.WriteString(" disabled")
@@ -871,42 +852,8 @@ func (c ServerConfig) Format(f fmt.State, verb rune) {
 	fmt.Fprint(f, c.String())
 }
 
-// key identifies everything about the entry that needs a restart when it
-// changes: all of it but Disabled, which Apply toggles in place, Required,
-// which only concerns Apply itself, and ToolFilter and IdleTimeout, which
-// Apply changes in place (the fields are listed one by one below: a new
-// field is in the key only when added there).
-func (c ServerConfig) key() string {
-	c.Disabled, c.Required = false, false
-	var b bytes.Buffer
-	// Field order is fixed and maps marshal sorted, so the key is stable.
-	_ = json.NewEncoder(&b).Encode(struct {
-		T, C, Cwd, U, P string
-		A               []string
-		E, H            map[string]string
-		L               bool
-		D               time.Duration
-		R               *lifecycle.Policy
-		Lim             Limits
-		O               *oauthKey
-	}{c.Type, c.Command, c.Cwd, c.URL, c.ToolPrefix, c.Args, c.Env, c.Headers, c.Lazy, c.Timeout, c.Reconnect, c.Limits, newOAuthKey(c.OAuth)})
-	return b.String()
-}
-
-// oauthKey is an oauth block as ServerConfig.key compares it: every field
-// (the key is never shown).
-type oauthKey struct {
-	G                                     oauth.Grant
-	ID, Secret, Key, Alg, Method, Meta, N string
-	S                                     []string
-	R                                     string
-	P                                     int
-}
-
-func newOAuthKey(c *oauth.Config) *oauthKey {
-	if c == nil {
-		return nil
-	}
-	return &oauthKey{c.Grant, c.ClientID, c.ClientSecret, c.PrivateKey, c.SigningAlgorithm,
-		c.TokenEndpointAuthMethod, c.ClientMetadataURL, c.ClientName, c.Scopes, c.RedirectURI, c.CallbackPort}
-}
+// key identifies everything about the entry whose change needs a
+// restart: its spec's restart key (see specFields). The config's own
+// fields (Required, Trust, Description, EnvFile, whose variables are in the
+// spec's env) never do.
+func (c ServerConfig) key() string { return restartKey(c.ServerSpec) }

@@ -66,26 +66,26 @@ func TestLoadConfigVSCodeFile(t *testing.T) {
 	}
 	sep := string(filepath.Separator)
 	files := cfg.Servers["files"]
-	if want := ws + sep + "bin" + sep + "files-server"; files.Command != want {
-		t.Errorf("command %q, want %q", files.Command, want)
+	if want := ws + sep + "bin" + sep + "files-server"; files.Stdio.Command != want {
+		t.Errorf("command %q, want %q", files.Stdio.Command, want)
 	}
-	if want := []string{"--root", ws, "--name", "vscode", "--home", home}; !slices.Equal(files.Args, want) {
-		t.Errorf("args %q, want %q", files.Args, want)
+	if want := []string{"--root", ws, "--name", "vscode", "--home", home}; !slices.Equal(files.Stdio.Args, want) {
+		t.Errorf("args %q, want %q", files.Stdio.Args, want)
 	}
 	wantEnv := map[string]string{
 		"REGION": "eu-west-1", "PROFILE": "dev", "EDITOR_SHELL": "/bin/zsh", // env
 		"API_KEY": "from-file", "DB_URL": "postgres://u:p@localhost/db?sslmode=disable", // envFile
 		"GREETING": "hello # not a comment", "MULTI": "line one\nline two", "PLAIN": "bare value", "EMPTY": "",
 	}
-	if !mapsEqual(files.Env, wantEnv) {
-		t.Errorf("files env %q, want %q", files.Env, wantEnv)
+	if !mapsEqual(files.Stdio.Env, wantEnv) {
+		t.Errorf("files env %q, want %q", files.Stdio.Env, wantEnv)
 	}
-	if gh := cfg.Servers["github"]; gh.Headers["Authorization"] != "Bearer ghp-secret" || gh.Type != "http" {
-		t.Errorf("github: %v %q", gh, gh.Headers)
+	if gh := cfg.Servers["github"]; gh.HTTP.Headers["Authorization"] != "Bearer ghp-secret" || gh.Type != "http" {
+		t.Errorf("github: %v %q", gh, gh.HTTP.Headers)
 	}
 	// A relative envFile is read from the workspace folder; the entry's
 	// own env wins over the file.
-	if m := cfg.Servers["memory"]; m.Env["API_KEY"] != "from-env-wins" || m.Env["DB_URL"] == "" || m.EnvFile != ".env" {
+	if m := cfg.Servers["memory"]; m.Stdio.Env["API_KEY"] != "from-env-wins" || m.Stdio.Env["DB_URL"] == "" || m.EnvFile != ".env" {
 		t.Errorf("memory: %v", m)
 	}
 	// Each input was asked once, as the file declares it.
@@ -165,7 +165,7 @@ func TestParseConfigVariables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := cfg.Servers["s"].Args[0]; got != tc.want {
+			if got := cfg.Servers["s"].Stdio.Args[0]; got != tc.want {
 				t.Fatalf("%s expanded to %q, want %q", tc.arg, got, tc.want)
 			}
 		})
@@ -217,7 +217,7 @@ func TestParseConfigInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := cfg.Servers["a"].Headers, cfg.Servers["b"].Headers; a["Authorization"] != "Bearer tok-123" ||
+	if a, b := cfg.Servers["a"].HTTP.Headers, cfg.Servers["b"].HTTP.Headers; a["Authorization"] != "Bearer tok-123" ||
 		a["X-Region"] != "eu" || b["Authorization"] != "Token tok-123" {
 		t.Fatalf("headers %q %q", a, b)
 	}
@@ -273,7 +273,7 @@ func TestParseConfigEnvFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"A": "again", "B": "env wins", "C": "q \"x\" \\ \t", "D": `raw \n $X`, "E": "x#y"}
-	if got := cfg.Servers["s"].Env; !mapsEqual(got, want) {
+	if got := cfg.Servers["s"].Stdio.Env; !mapsEqual(got, want) {
 		t.Fatalf("env %q, want %q", got, want)
 	}
 
@@ -303,7 +303,7 @@ func TestParseConfigEnvFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := cfg.Servers["s"].Env["WHERE"]; got != tc.want {
+		if got := cfg.Servers["s"].Stdio.Env["WHERE"]; got != tc.want {
 			t.Errorf("%s: read from %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -350,16 +350,16 @@ func TestLoadConfigGeminiFile(t *testing.T) {
 		t.Fatalf("dialect %q", cfg.Dialect)
 	}
 	py := cfg.Servers["python"]
-	if py.Type != "stdio" || py.Cwd != "./mcp-servers/python" || py.Timeout != 15*time.Second ||
-		py.Env["DATABASE_URL"] != "postgres://db" || py.Env["API_KEY"] != "ext-key" ||
+	if py.Type != "stdio" || py.Stdio.Dir != "./mcp-servers/python" || py.Timeout != 15*time.Second ||
+		py.Stdio.Env["DATABASE_URL"] != "postgres://db" || py.Stdio.Env["API_KEY"] != "ext-key" ||
 		!slices.Equal(py.ToolFilter.Allow, []string{"safe_tool", "file_reader"}) || py.ToolFilter.Deny != nil {
-		t.Errorf("python: %v %+v %q", py, py.ToolFilter, py.Env)
+		t.Errorf("python: %v %+v %q", py, py.ToolFilter, py.Stdio.Env)
 	}
 	remote := cfg.Servers["remote"]
 	spec, err := remote.Spec()
-	if err != nil || spec.HTTP == nil || spec.HTTP.Kind != mcphttp.StreamableHTTP || remote.URL != "http://localhost:3000/mcp" ||
+	if err != nil || spec.HTTP == nil || spec.HTTP.Kind != mcphttp.StreamableHTTP || remote.HTTP.URL != "http://localhost:3000/mcp" ||
 		remote.Timeout != 30*time.Second || !remote.Trust || remote.Description != "The team's remote tools" ||
-		remote.Headers["Authorization"] != "Bearer tok" {
+		remote.HTTP.Headers["Authorization"] != "Bearer tok" {
 		t.Errorf("remote: %v %+v, %v", remote, spec.HTTP, err)
 	}
 	legacy := cfg.Servers["legacy"]
@@ -417,7 +417,7 @@ func TestParseConfigGemini(t *testing.T) {
 			}},
 		{"$VAR set and unset", `{"mcpServers": {"s": {"command": "x", "trust": false, "args": ["$TOKEN", "$UNSET_ONE", "a$TOKEN-b"]}}}`, nil,
 			func(t *testing.T, cfg *Config) {
-				if a := cfg.Servers["s"].Args; !slices.Equal(a, []string{"t0k", "$UNSET_ONE", "at0k-b"}) {
+				if a := cfg.Servers["s"].Stdio.Args; !slices.Equal(a, []string{"t0k", "$UNSET_ONE", "at0k-b"}) {
 					t.Errorf("args %q", a)
 				}
 			}},
@@ -552,11 +552,11 @@ func TestParseConfigJSONC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := cfg.Servers["a"]; a.URL != "http://127.0.0.1:1/mcp" || a.Headers["X"] != "a // b /* c */" {
-		t.Errorf("a: %v %q", a, a.Headers)
+	if a := cfg.Servers["a"]; a.HTTP.URL != "http://127.0.0.1:1/mcp" || a.HTTP.Headers["X"] != "a // b /* c */" {
+		t.Errorf("a: %v %q", a, a.HTTP.Headers)
 	}
-	if b := cfg.Servers["b"]; !slices.Equal(b.Args, []string{"1", "2"}) {
-		t.Errorf("b: %q", b.Args)
+	if b := cfg.Servers["b"]; !slices.Equal(b.Stdio.Args, []string{"1", "2"}) {
+		t.Errorf("b: %q", b.Stdio.Args)
 	}
 	wantAll(t, parseErr(t, `{"mcpServers": {} /* unterminated`), "line 1", "invalid JSON")
 }

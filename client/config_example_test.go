@@ -31,7 +31,7 @@ func ExampleWithInputs() {
 		panic(err)
 	}
 	search := cfg.Servers["search"]
-	fmt.Println(cfg.Dialect, search.Command, search.Env["API_KEY"] == "k-123")
+	fmt.Println(cfg.Dialect, search.Stdio.Command, search.Stdio.Env["API_KEY"] == "k-123")
 	fmt.Println(search) // env values are never printed
 	// Output:
 	// asked for api-key (API key, password true)

@@ -55,8 +55,16 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("server %q accepted but its spec is invalid: %v", name, err)
 			}
 			redacted := sc
-			redacted.Env = redactValues(sc.Env)
-			redacted.Headers = redactValues(sc.Headers)
+			if s := sc.Stdio; s != nil {
+				c := *s
+				c.Env = redactValues(s.Env)
+				redacted.Stdio = &c
+			}
+			if h := sc.HTTP; h != nil {
+				c := *h
+				c.Headers = redactValues(h.Headers)
+				redacted.HTTP = &c
+			}
 			if fmt.Sprintf("%v", sc) != fmt.Sprintf("%v", redacted) {
 				t.Fatalf("server %q prints its secret values: %v", name, sc)
 			}

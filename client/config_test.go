@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
+
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
@@ -39,11 +41,11 @@ func TestParseConfigForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := cfg.Servers["files"]
-	if files.Type != "stdio" || files.Args[2] != "/home/me" || files.Env["API_KEY"] != "s3cr3t-token" || files.Cwd != "/tmp" {
+	if files.Type != "stdio" || files.Stdio.Args[2] != "/home/me" || files.Stdio.Env["API_KEY"] != "s3cr3t-token" || files.Stdio.Dir != "/tmp" {
 		t.Fatalf("files: %#v", files.key())
 	}
 	search := cfg.Servers["search"]
-	if search.Headers["Authorization"] != "Bearer s3cr3t-token" || search.Timeout != 45*time.Second ||
+	if search.HTTP.Headers["Authorization"] != "Bearer s3cr3t-token" || search.Timeout != 45*time.Second ||
 		!search.Required || search.Reconnect.MaxAttempts != -1 || search.Reconnect.ProbeInterval != -1 ||
 		search.Reconnect.InitialInterval != time.Second {
 		t.Fatalf("search: %s %+v", search.key(), search.Reconnect)
@@ -51,7 +53,7 @@ func TestParseConfigForms(t *testing.T) {
 	if l := cfg.Servers["legacy"]; !l.Disabled || l.Timeout != 2500*time.Millisecond {
 		t.Fatalf("legacy: %s", l.key())
 	}
-	if cfg.Servers["blank"].Env["V"] != "fallback" {
+	if cfg.Servers["blank"].Stdio.Env["V"] != "fallback" {
 		t.Fatal("${EMPTY:-fallback} did not use the default for an empty variable")
 	}
 	spec, err := cfg.Servers["legacy"].Spec()
@@ -63,7 +65,7 @@ func TestParseConfigForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Servers["files"].Args[0] != "/home/me" || cfg.Servers["remote"].Type != "streamable-http" {
+	if cfg.Servers["files"].Stdio.Args[0] != "/home/me" || cfg.Servers["remote"].Type != "streamable-http" {
 		t.Fatalf("vscode form: %v", cfg.Servers)
 	}
 }
@@ -96,7 +98,7 @@ func TestParseConfigLimits(t *testing.T) {
 		t.Fatalf("a spec's own limits were overridden: %+v", got)
 	}
 	// A change of limits is a change of the entry: Apply restarts it.
-	if cfg.Servers["a"].key() == (ServerConfig{Type: "stdio", Command: "x"}).key() {
+	if cfg.Servers["a"].key() == (ServerConfig{Type: "stdio", ServerSpec: ServerSpec{Stdio: &stdio.Spec{Command: "x"}}}).key() {
 		t.Fatal("limits are not part of the config key")
 	}
 }

@@ -277,11 +277,13 @@ func (s *slot) applyDialLocked(res dialResult) {
 // ended the wait. Probes are not pullable: calls fail fast in
 // PermanentlyFailed.
 func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pullable bool) (ok, pulled bool) {
-	c, stop := s.m.opts.clock.NewTimer(wait)
-	defer stop()
+	// Pullable before the timer exists: a call that sees the step begun
+	// (its timer armed) must find it pullable.
 	s.mu.Lock()
 	r.pullable = pullable
 	s.mu.Unlock()
+	c, stop := s.m.opts.clock.NewTimer(wait)
+	defer stop()
 	select {
 	case <-c:
 	case <-r.kick:

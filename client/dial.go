@@ -61,13 +61,22 @@ func (s *slot) dial(ctx context.Context, legacy bool) (res dialResult) {
 		}
 	}()
 	res = s.dialOnce(ctx, legacy, &failed)
-	if res.err != nil && !legacy && mcphttp.IsUnsupportedProtocol(res.err) && ctx.Err() == nil {
+	if res.err != nil && !legacy && unsupportedProtocol(res.err) && ctx.Err() == nil {
 		m.opts.logger.Debug("mcpfleet: server rejected protocol 2026-07-28; using the initialize handshake",
 			"server", s.name)
 		res = s.dialOnce(ctx, true, &failed)
 		res.legacy = res.err == nil
 	}
 	return res
+}
+
+// unsupportedProtocol reports whether err is JSON-RPC -32022, a server
+// that refuses the protocol version asked for: one that answered
+// server/discover and refused 2026-07-28 at its first real request (the
+// official Go SDK's servers do) is dialled again on the older handshake.
+func unsupportedProtocol(err error) bool {
+	var unsupported mcp.UnsupportedProtocolVersionError
+	return errors.As(err, &unsupported)
 }
 
 // closeConn closes the connection of a failed dial, bounded by the close
@@ -97,7 +106,7 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 	began := m.opts.clock.Now()
 	fail := func(step string, err error) dialResult {
 		l.cancel()
-		err = explain(conn, err)
+		err = explain(conn, plain(err))
 		*failed = append(*failed, conn)
 		res := dialResult{stderr: stderrOf(conn)}
 		if step == "start" || step == "initialize" {

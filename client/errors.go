@@ -59,8 +59,9 @@ var (
 	// ErrNeedsAuthorization: the server waits for the user to authorize
 	// the client (state NeedsAuthorization). Calls fail fast with it, inside
 	// an *AuthorizationError, until CompleteAuthorization (or
-	// AuthorizeLoopback) is done; nothing is dialled meanwhile.
-	ErrNeedsAuthorization = errors.New("needs authorization")
+	// AuthorizeLoopback) is done; nothing is dialled meanwhile. It is
+	// oauth.ErrNeedsAuthorization, defined once.
+	ErrNeedsAuthorization = oauth.ErrNeedsAuthorization
 	// ErrTooManyTimeouts is the cause recorded when consecutive call
 	// timeouts made the manager give up on a connection.
 	ErrTooManyTimeouts = errors.New("too many consecutive timeouts")
@@ -115,34 +116,12 @@ func (e *ServerError) Error() string {
 	b.WriteString(e.Op)
 	if e.Err != nil {
 		b.WriteString(": ")
-		// One prefix: errors of mcpfleet's transports inside the chain
-		// lose theirs ("dial: stdio: ...", not "dial: mcpfleet: stdio: ...").
-		b.WriteString(unprefixed.Replace(e.Err.Error()))
+		b.WriteString(e.Err.Error())
 	}
 	return b.String()
 }
 
 func (e *ServerError) Unwrap() error { return e.Err }
-
-// causeError is a cause the Manager records or reports (a dial that
-// failed, a connection lost), made of a transport's error: its message
-// drops the transport's "mcpfleet: " prefix, as it is never the outermost.
-type causeError struct {
-	what string
-	err  error
-}
-
-func wrapCause(what string, err error) error { return &causeError{what, err} }
-
-func (e *causeError) Error() string {
-	return e.what + ": " + strings.TrimPrefix(unprefixed.Replace(e.err.Error()), "mcpfleet: ")
-}
-
-func (e *causeError) Unwrap() error { return e.err }
-
-// unprefixed drops the prefix of errors nested in a ServerError's chain, or
-// joined in it line by line.
-var unprefixed = strings.NewReplacer(": mcpfleet: ", ": ", "\nmcpfleet: ", "\n")
 
 // withOp names the operation of a per-server error: it fills in the Op of a
 // *ServerError made below the public method (which knows the operation),
@@ -248,8 +227,7 @@ func tooLarge(err error) *MessageTooLargeError {
 // AuthorizationError reports a server that needs the user to authorize the
 // client: it has no token, its refresh token was refused, or it asks for
 // more scope (step-up). It comes inside a *ServerError; errors.Is(err,
-// ErrNeedsAuthorization) is true, and so is errors.Is(err,
-// oauth.ErrNeedsAuthorization). Its message says what to do, never the URL.
+// ErrNeedsAuthorization) is true. Its message says what to do, never the URL.
 type AuthorizationError struct {
 	// URL is where the user authorizes the client; StartAuthorization
 	// returns it too. Empty if none could be made (Cause says why).

@@ -171,6 +171,24 @@ func explain(c transport.Conn, err error) error {
 	return err
 }
 
+// plain returns err without the words of mcp-go's *transport.Error
+// ("transport error: "), which wraps every failure under a request and
+// says nothing the failure's own text does not. The chain is kept: the
+// result wraps err.
+func plain(err error) error {
+	if te, ok := err.(*mcptransport.Error); ok && te.Err != nil {
+		return &plainError{err: te}
+	}
+	return err
+}
+
+// plainError reads as the error under mcp-go's wrapper, and wraps the
+// wrapper.
+type plainError struct{ err *mcptransport.Error }
+
+func (e *plainError) Error() string { return e.err.Err.Error() }
+func (e *plainError) Unwrap() error { return e.err }
+
 // deathError is a request's failure whose cause is its connection's death:
 // it reads as the cause, and matches both.
 type deathError struct{ symptom, cause error }
@@ -181,7 +199,7 @@ func (e *deathError) Unwrap() []error { return []error{e.cause, e.symptom} }
 // connLost is the cause recorded when a Conn's Done channel closed.
 func connLost(c transport.Conn) error {
 	if err := c.Err(); err != nil {
-		return wrapCause("connection lost", err)
+		return fmt.Errorf("connection lost: %w", err)
 	}
 	return fmt.Errorf("connection lost: %w", errConnDone)
 }

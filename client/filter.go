@@ -57,7 +57,7 @@ func (f ToolFilter) Validate() error {
 	}{{"allow", f.Allow}, {"deny", f.Deny}} {
 		for i, p := range l.entries {
 			if err := validPattern(p); err != nil {
-				errs = append(errs, fmt.Errorf("mcpfleet: spec: toolFilter: %s[%d]: %w", l.name, i, err))
+				errs = append(errs, fmt.Errorf("spec: toolFilter: %s[%d]: %w", l.name, i, err))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -252,8 +254,8 @@ func BenchmarkFleetClose(b *testing.B) {
 func lazyConfig(tb testing.TB, n int) *client.Config {
 	cfg := &client.Config{Source: "bench", Servers: make(map[string]client.ServerConfig, n)}
 	for i := range n {
-		cfg.Servers[fmt.Sprintf("s%05d", i)] = client.ServerConfig{
-			Command: "mcp-server-" + itoa(i), Args: []string{"--port", itoa(i)}, Lazy: true}
+		cfg.Servers[fmt.Sprintf("s%05d", i)] = client.ServerConfig{Type: "stdio", ServerSpec: client.ServerSpec{
+			Stdio: &stdio.Spec{Command: "mcp-server-" + itoa(i), Args: []string{"--port", itoa(i)}}, Lazy: true}}
 	}
 	return cfg
 }

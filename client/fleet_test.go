@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
+
 	"github.com/mcpfleet/mcpfleet/transport"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -23,8 +25,9 @@ import (
 const fleetShapeSize = 2000
 
 // gaugeConn counts the closes of its connections that are under way at
-// once. The first closeWorkers of them wait until that many are under way
-// together, which only a Close that closes concurrently reaches.
+// once. Each waits until all want of them are under way together, which
+// only a Close that starts every close at once reaches (before the close
+// timeout, which then ends the wait).
 type gaugeConn struct {
 	transport.Conn
 	g *closeGauge
@@ -32,8 +35,9 @@ type gaugeConn struct {
 
 type closeGauge struct {
 	armed    atomic.Bool // counting and waiting; off, closes pass through
+	want     int64       // how many closes to wait for
 	now, max atomic.Int64
-	full     chan struct{} // closed once max reached closeWorkers
+	full     chan struct{} // closed once max reached want
 	once     sync.Once
 }
 
@@ -50,7 +54,7 @@ func (c *gaugeConn) Close(ctx context.Context) error {
 			break
 		}
 	}
-	if n >= closeWorkers {
+	if n >= g.want {
 		g.once.Do(func() { close(g.full) })
 	}
 	select {
@@ -65,8 +69,8 @@ func (c *gaugeConn) Close(ctx context.Context) error {
 // goroutine per idle connected slot beyond a raw mcp-go client's; an Add
 // or a Remove touches its own server alone (its own events, one View);
 // Close builds one View for the whole fleet, not one per server, reports
-// every server's catalog removed, and closes runtimes concurrently, at most
-// closeWorkers at a time.
+// every server's catalog removed, and starts the close of every runtime at
+// once.
 func TestFleetShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2,000 servers")
@@ -105,7 +109,7 @@ func TestFleetShape(t *testing.T) {
 	}()
 	g1 := runtime.NumGoroutine()
 
-	gauge := &closeGauge{full: make(chan struct{})}
+	gauge := &closeGauge{want: n, full: make(chan struct{})}
 	inner := InProcess(srv)
 	spec := ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {
 		c, err := inner(ctx)
@@ -184,7 +188,7 @@ func TestFleetShape(t *testing.T) {
 	}
 
 	// Close: one View for the whole fleet, every catalog reported removed,
-	// runtimes closed concurrently and at most closeWorkers at a time.
+	// every runtime's close under way at once.
 	before, seq := m.View().Version(), m.bus.lastSeq()
 	gauge.armed.Store(true)
 	closed = true
@@ -207,8 +211,8 @@ func TestFleetShape(t *testing.T) {
 	if len(removed) != n {
 		t.Errorf("Close reported %d servers' catalogs removed, want %d", len(removed), n)
 	}
-	if got := gauge.max.Load(); got != closeWorkers {
-		t.Errorf("Close closed up to %d runtimes at once, want %d (closeWorkers)", got, closeWorkers)
+	if got := gauge.max.Load(); got != n {
+		t.Errorf("Close closed up to %d runtimes at once, want all %d", got, n)
 	}
 }
 
@@ -226,7 +230,7 @@ func TestFleetApplyShape(t *testing.T) {
 	rec := record(m)
 	cfg := &Config{Source: "fleet", Servers: make(map[string]ServerConfig, fleetShapeSize)}
 	for i := range fleetShapeSize {
-		cfg.Servers[fmt.Sprintf("s%04d", i)] = ServerConfig{Command: "fleet-server", Args: []string{fmt.Sprint(i)}, Lazy: true}
+		cfg.Servers[fmt.Sprintf("s%04d", i)] = ServerConfig{Type: "stdio", ServerSpec: ServerSpec{Stdio: &stdio.Spec{Command: "fleet-server", Args: []string{fmt.Sprint(i)}}, Lazy: true}}
 	}
 	res, err := m.Apply(ctx, cfg)
 	if err != nil {
@@ -251,7 +255,7 @@ func TestFleetApplyShape(t *testing.T) {
 		changed.Servers[name] = sc
 	}
 	sc := changed.Servers["s0007"]
-	sc.Args = []string{"changed"}
+	sc.Stdio = &stdio.Spec{Command: "fleet-server", Args: []string{"changed"}}
 	changed.Servers["s0007"] = sc
 	res, err = m.Apply(ctx, changed)
 	if err != nil {

@@ -40,10 +40,10 @@ var (
 	// ErrDetachedRuntime: a server-initiated request arrived on a runtime
 	// that the slot had already detached. It is refused without reaching
 	// the host: the host only ever answers the server's current runtime.
-	ErrDetachedRuntime = errors.New("mcpfleet: request from a detached runtime refused")
+	ErrDetachedRuntime = errors.New("request from a detached runtime refused")
 	// ErrRootsNotEnabled: SetRoots was called on a Manager made without
 	// WithRoots, so servers were told at connect that it has no roots.
-	ErrRootsNotEnabled = errors.New("mcpfleet: roots not enabled (use WithRoots)")
+	ErrRootsNotEnabled = errors.New("roots not enabled (use WithRoots)")
 )
 
 // WithSamplingHandler makes the Manager declare the sampling capability to
@@ -234,7 +234,7 @@ func (h *leaseHandlers) Elicit(ctx context.Context, req mcp.ElicitationRequest) 
 		mode = ElicitForm
 	}
 	if !slices.Contains(h.m.opts.elicitModes, mode) {
-		return nil, fmt.Errorf("mcpfleet: elicitation mode %q not supported by this client", mode)
+		return nil, fmt.Errorf("elicitation mode %q not supported by this client", mode)
 	}
 	ctx, done, err := h.bind(ctx, reqElicitation)
 	if err != nil {
@@ -246,7 +246,7 @@ func (h *leaseHandlers) Elicit(ctx context.Context, req mcp.ElicitationRequest) 
 			func(ctx context.Context, p *mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
 				req.Params = *p
 				if mode := ElicitationMode(p.Mode); mode != "" && !slices.Contains(h.m.opts.elicitModes, mode) {
-					return nil, fmt.Errorf("mcpfleet: elicitation mode %q not supported by this client", mode)
+					return nil, fmt.Errorf("elicitation mode %q not supported by this client", mode)
 				}
 				return h.m.opts.elicitation(ctx, h.l.slot.name, req)
 			})

@@ -196,7 +196,7 @@ func BenchmarkHTTPCallToolServers(b *testing.B) {
 	args := map[string]any{"message": "hello"}
 	for _, kind := range []httpserver.Kind{httpserver.GoSDKStateful, httpserver.GoSDKStateless, httpserver.MCPGo} {
 		b.Run("server="+kind.String(), func(b *testing.B) {
-			srv := urlOf(process.Start(b, kind))
+			srv := process.Start(b, kind)
 			for _, callers := range []int{1, 16} {
 				b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 					b.Run("impl=raw", func(b *testing.B) {
@@ -281,8 +281,3 @@ func benchParallel(b *testing.B, callers int, call func() error) {
 	})
 	b.ReportMetric(float64(processCPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 }
-
-// urlOf is a server's URL, as httpserver.Server gives it.
-type urlOf string
-
-func (u urlOf) URL() string { return string(u) }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/failure"
+
 	"github.com/mcpfleet/mcpfleet/transport"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -208,7 +210,7 @@ func TestHTTPRestart(t *testing.T) {
 			if ctxErr != nil || took < httpReadyTimeout-50*time.Millisecond {
 				t.Errorf("call while down returned after %v, want the ready timeout %v", took, httpReadyTimeout)
 			}
-			if ue.State != lifecycle.Reconnecting || ue.Generation != 1 || !mcphttp.IsNotSent(ue.Cause) {
+			if ue.State != lifecycle.Reconnecting || ue.Generation != 1 || !httpNotSent(ue.Cause) {
 				t.Errorf("UnavailableError %+v: want Reconnecting, generation 1, a refused dial as cause", ue)
 			}
 			t.Logf("call while down: %v after %v", err, took.Round(time.Millisecond))
@@ -319,7 +321,7 @@ func TestHTTPRestartUnnoticed(t *testing.T) {
 				mustHTTPEcho(ctx, t, m, tt, "after the restart")
 				rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting", "Connected")
 				lost := nthStateEvent(t, rec, 2)
-				if !mcphttp.IsStaleSession(lost.Err) || !errors.Is(lost.Err, mcptransport.ErrSessionTerminated) || lost.Generation != 1 {
+				if !httpStale(lost.Err) || !errors.Is(lost.Err, mcptransport.ErrSessionTerminated) || lost.Generation != 1 {
 					t.Errorf("Reconnecting event: generation %d cause %v, want generation 1 and a stale session", lost.Generation, lost.Err)
 				}
 				t.Logf("stale session, retried: %v", lost.Err)
@@ -341,7 +343,7 @@ func TestHTTPRestartUnnoticed(t *testing.T) {
 				callCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				_, err := m.CallTool(callCtx, "s", "echo", map[string]any{"message": "hi"})
 				cancel()
-				if !errors.Is(err, context.DeadlineExceeded) || mcphttp.IsStaleSession(err) {
+				if !errors.Is(err, context.DeadlineExceeded) || httpStale(err) {
 					t.Errorf("call after the restart: %v, want only the caller's deadline", err)
 				}
 				if st := mustHTTPStatus(t, m); st.Generation != 1 || st.State != lifecycle.Connected {
@@ -382,7 +384,7 @@ func TestHTTPLateStaleSessionFromOldGeneration(t *testing.T) {
 	srv.Stop()
 	rec.waitStates(t, "s", "Connecting", "Connected", "Reconnecting")
 	_, refused := mcphttp.Dial(ctx, mcphttp.Spec{URL: srv.URL()})
-	if !mcphttp.IsNotSent(refused) {
+	if !httpNotSent(refused) {
 		t.Fatalf("dial while down: %v, want refused", refused)
 	}
 	srv.Restart(t)
@@ -398,7 +400,7 @@ func TestHTTPLateStaleSessionFromOldGeneration(t *testing.T) {
 	req.Params.Name = "echo"
 	req.Params.Arguments = map[string]any{"message": "hi"}
 	_, stale := pc.CallTool(ctx, req)
-	if !mcphttp.IsStaleSession(stale) {
+	if !httpStale(stale) {
 		t.Fatalf("old session on the new server: %v, want a stale session", stale)
 	}
 
@@ -448,4 +450,14 @@ func newMCPClient(t *testing.T, ctx context.Context, conn transport.Conn) *mcpcl
 		t.Fatal(err)
 	}
 	return c
+}
+
+// httpNotSent and httpStale are what the Manager learns of an HTTP
+// failure through the Conn's transport.Classifier and the sentinels.
+func httpNotSent(err error) bool {
+	return errors.Is(err, transport.ErrNotSent) || failure.NeverSent(err)
+}
+
+func httpStale(err error) bool {
+	return errors.Is(err, mcphttp.ErrStaleSession) || errors.Is(err, mcptransport.ErrSessionTerminated)
 }

@@ -59,13 +59,6 @@ func (l *lease) used() {
 	}
 }
 
-// release ends a request that acquire registered on l.
-func (l *lease) release() {
-	l.used() // before the count drops, so a check that sees none in flight sees the stamp
-	l.inflight.Add(-1)
-	l.calls.Done()
-}
-
 // armIdleLocked (re)arms l's idle check to run after d, replacing the one
 // armed. The slot's lock is held, and l is the slot's lease.
 func (s *slot) armIdleLocked(l *lease, d time.Duration) {

@@ -93,15 +93,16 @@ func (c hangConn) Close(ctx context.Context) error {
 	return c.Conn.Close(context.Background())
 }
 
-// Close of more runtimes than it has workers, each of which takes its whole
-// close timeout, gives every one of them the same deadline: the timeouts
-// do not add up round after round (they did: ceil(n/closeWorkers) close
-// timeouts in all). The deadlines are compared, not the time Close took.
+// Close of many runtimes, each of which takes its whole close timeout,
+// gives every one of them the same deadline: the timeouts do not add up
+// round after round (they did, when Close had 256 workers: ceil(n/256)
+// close timeouts in all). The deadlines are compared, not the time Close
+// took.
 func TestCloseOneDeadlineForAllRuntimes(t *testing.T) {
 	const closeTimeout = 300 * time.Millisecond
 	m := New(WithCloseTimeout(closeTimeout), WithIdleProbe(-1))
 	ts := newTestServer()
-	n := closeWorkers + 1
+	const n = 257
 	deadlines := make(chan time.Time, n)
 	for i := range n {
 		if err := m.Add(context.Background(), fmt.Sprintf("s%04d", i), ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {

@@ -291,7 +291,7 @@ func interceptServer[P, T any](ctx context.Context, h *leaseHandlers, method str
 		passed.Store(true) // what fails from here on is no refusal
 		p, ok := rr.Params.(*P)
 		if params != nil && (!ok || p == nil) {
-			return nil, fmt.Errorf("mcpfleet: an interceptor set %s params of type %T, want %T", method, rr.Params, params)
+			return nil, fmt.Errorf("an interceptor set %s params of type %T, want %T", method, rr.Params, params)
 		}
 		res, err := answer(ctx, p)
 		if err != nil {
@@ -302,13 +302,13 @@ func interceptServer[P, T any](ctx context.Context, h *leaseHandlers, method str
 	out, err := serverChain(ctx, h.m.opts.serverInterceptors, r, last)
 	if err != nil {
 		if !passed.Load() {
-			err = fmt.Errorf("mcpfleet: %s %w: %w", method, ErrRefused, err)
+			err = fmt.Errorf("%s %w: %w", method, ErrRefused, err)
 		}
 		return nil, err
 	}
 	res, ok := out.(*T)
 	if !ok || res == nil {
-		return nil, fmt.Errorf("mcpfleet: an interceptor returned %T for %s, want %T", out, method, res)
+		return nil, fmt.Errorf("an interceptor returned %T for %s, want %T", out, method, res)
 	}
 	return res, nil
 }

@@ -114,7 +114,7 @@ func (l Limits) validate() error {
 	var errs []error
 	for name, r := range map[string]float64{"notificationRate": l.NotificationRate, "serverRequestRate": l.ServerRequestRate} {
 		if r != r { // NaN
-			errs = append(errs, fmt.Errorf("mcpfleet: spec: limits: %s: not a number", name))
+			errs = append(errs, fmt.Errorf("spec: limits: %s: not a number", name))
 		}
 	}
 	return errors.Join(errs...)

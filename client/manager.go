@@ -329,10 +329,11 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 //
 // Every server is moved to Closed first, and their catalogs are
 // unpublished together, in one View rather than one per server. Their
-// runtimes are then closed concurrently, at most closeWorkers at a time,
-// all within one close timeout (plus one drain timeout if calls were in
-// flight): a runtime whose turn comes after that is closed by force (a
-// stdio child is killed).
+// runtimes are then closed all at once, within one close timeout (plus one
+// drain timeout if calls were in flight): a runtime not closed by then is
+// closed by force (a stdio child is killed). So a fleet of stdio children
+// that ignore the end of their input closes in about one close grace
+// (stdio.DefaultCloseGrace), however many there are.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -378,10 +379,12 @@ func (m *Manager) Close() error {
 		s.mu.Unlock()
 	}
 
-	// One deadline for all: with more runtimes than workers, each worker
-	// closes several one after another, and per-runtime timeouts alone
-	// would add up.
-	// The drain timeout counts only if some runtime has calls to drain.
+	// Every close starts now and they are waited for together: a close is
+	// mostly waiting (a stdio child's close grace, an HTTP DELETE), not
+	// work, and a bound on closes at once made n children that ignore the
+	// end of their input take ceil(n/bound) graces one after another. One
+	// deadline for all. The drain timeout counts only if some runtime has
+	// calls to drain.
 	deadline := m.opts.closeTimeout
 	for _, j := range jobs {
 		if j.l != nil && j.l.inflight.Load() > 0 {
@@ -395,26 +398,18 @@ func (m *Manager) Close() error {
 		wg   sync.WaitGroup
 		emu  sync.Mutex
 		errs []error
-		next atomic.Int64
 	)
-	for range min(len(jobs), closeWorkers) {
+	for _, j := range jobs {
 		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(jobs)) {
-					return
-				}
-				j := jobs[i]
-				if j.done {
-					j.s.runners.Wait()
-					j.s.closing.Wait()
-					continue
-				}
-				if err := j.s.teardown(ctx, j.l); err != nil {
-					emu.Lock()
-					errs = append(errs, err)
-					emu.Unlock()
-				}
+			if j.done {
+				j.s.runners.Wait()
+				j.s.closing.Wait()
+				return
+			}
+			if err := j.s.teardown(ctx, j.l); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
 			}
 		})
 	}
@@ -430,12 +425,6 @@ func (m *Manager) Close() error {
 	close(m.closeDone)
 	return errors.Join(errs...)
 }
-
-// closeWorkers bounds how many runtimes Close closes at once. Closing an
-// in-process or HTTP runtime takes microseconds; a stdio child that ignores
-// the end of its input takes its close grace, so the bound is high enough
-// that hundreds of them still close in a round or two.
-const closeWorkers = 256
 
 func (m *Manager) slot(name string) (*slot, error) {
 	m.mu.RLock()

@@ -33,6 +33,10 @@ func (s *slot) idleTick(l *lease) {
 		timeout = t
 	}
 	ctx, cancel := l.watcherCtx(timeout)
+	if ctx.Err() != nil {
+		cancel()
+		return // detached meanwhile: nothing goes out on it
+	}
 	defer cancel()
 	err := probe(ctx, l.client)
 	if h := s.m.onProbe; h != nil {

@@ -388,6 +388,21 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 				obs.RequestAttempt(ctx, req, attempt, cause)
 			}
 		}
+		if l.ctx.Err() != nil {
+			// Detached since it was acquired (a loss, a Reconnect, a
+			// Disable): nothing goes out on it, and the request was not
+			// sent, so the next runtime takes it.
+			l.release()
+			cause = errDetachedBeforeSend
+			if !resent {
+				resent = true
+				continue
+			}
+			s.mu.Lock()
+			uerr := s.unavailableLocked(nil)
+			s.mu.Unlock()
+			return zero, uerr
+		}
 		res, err := r.send(ctx, s, l.client, r.name, args)
 		l.release()
 		if err == nil {
@@ -398,6 +413,7 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 			return res, nil
 		}
 		cause = err
+		err = plain(err)
 		if needsUser(err) && ctx.Err() == nil {
 			// Not run: the server refused the credentials, and only the
 			// user can give better ones.
@@ -441,6 +457,10 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 		return zero, canceledError(ctx, server, err)
 	}
 }
+
+// errDetachedBeforeSend is the cause an Observer is told of for an attempt
+// whose runtime was detached between its acquire and its send.
+var errDetachedBeforeSend = errors.New("the runtime was replaced before the request went out")
 
 // callTimeout is what bounds a call with options o on a server configured
 // with cfg: the call's own timeout (WithCallTimeout), or else the server's

@@ -73,7 +73,7 @@ func (s ServerSpec) Validate() error {
 	if s.Stdio != nil {
 		ways++
 		if err := s.Stdio.Validate(); err != nil {
-			errs = append(errs, err) // named by its package: "mcpfleet: stdio: spec: ..."
+			errs = append(errs, err) // named by its package: "stdio: spec: ..."
 		}
 	}
 	if s.HTTP != nil {
@@ -87,27 +87,27 @@ func (s ServerSpec) Validate() error {
 	}
 	if s.OAuth != nil {
 		if s.HTTP == nil {
-			errs = append(errs, errors.New("mcpfleet: spec: oauth: only an http server takes oauth"))
+			errs = append(errs, errors.New("spec: oauth: only an http server takes oauth"))
 		} else if err := s.OAuth.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	switch ways {
 	case 0:
-		errs = append(errs, errors.New("mcpfleet: spec: transport: no way to reach the server: set one of stdio, http or dialer"))
+		errs = append(errs, errors.New("spec: transport: no way to reach the server: set one of stdio, http or dialer"))
 	case 1:
 	default:
-		errs = append(errs, errors.New("mcpfleet: spec: transport: more than one of stdio, http and dialer is set"))
+		errs = append(errs, errors.New("spec: transport: more than one of stdio, http and dialer is set"))
 	}
 	if s.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("mcpfleet: spec: timeout: must not be negative, got %v", s.Timeout))
+		errs = append(errs, fmt.Errorf("spec: timeout: must not be negative, got %v", s.Timeout))
 	}
 	if err := validateIdleTimeout(s.IdleTimeout); err != nil {
 		errs = append(errs, err)
 	}
 	if s.Reconnect != nil {
 		if err := s.Reconnect.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("mcpfleet: spec: reconnect: %w", err))
+			errs = append(errs, fmt.Errorf("spec: reconnect: %w", err))
 		}
 	}
 	if err := s.Limits.validate(); err != nil {
@@ -123,7 +123,7 @@ func (s ServerSpec) Validate() error {
 // SetIdleTimeout makes too.
 func validateIdleTimeout(d time.Duration) error {
 	if d < 0 {
-		return fmt.Errorf("mcpfleet: spec: idleTimeout: must not be negative, got %v", d)
+		return fmt.Errorf("spec: idleTimeout: must not be negative, got %v", d)
 	}
 	return nil
 }

@@ -142,17 +142,24 @@ func TestStateFileSweep(t *testing.T) {
 			t.Errorf("state file holds %q:\n%s", secret, raw)
 		}
 	}
-	var sf struct {
-		Groups []struct {
-			PID     int    `json:"pid"`
-			Command string `json:"command"`
-		} `json:"groups"`
+	// The current version: a header line, then a line per change (here
+	// the swept file's rewrite listed nothing, and the child was added).
+	type record struct {
+		Version int    `json:"version"`
+		Op      string `json:"op"`
+		PID     int    `json:"pid"`
+		Command string `json:"command"`
 	}
-	if err := json.Unmarshal(raw, &sf); err != nil {
-		t.Fatal(err)
+	var recs []record
+	for _, l := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		var r record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%v in the state file:\n%s", err, raw)
+		}
+		recs = append(recs, r)
 	}
-	if len(sf.Groups) != 1 || sf.Groups[0].PID != pid || sf.Groups[0].Command != filepath.Base(spec.Stdio.Command) {
-		t.Errorf("state file lists %+v, want the child %d only:\n%s", sf.Groups, pid, raw)
+	if len(recs) != 2 || recs[0].Version != 2 || recs[1].Op != "add" || recs[1].PID != pid || recs[1].Command != filepath.Base(spec.Stdio.Command) {
+		t.Errorf("state file lists %+v, want a header and the child %d added:\n%s", recs, pid, raw)
 	}
 
 	if err := m.Close(); err != nil {

@@ -288,7 +288,7 @@ func (t *Task) recordLocked() store.TaskRecord {
 			r.Result, _ = t.result.MarshalJSON()
 		}
 		if t.err != nil {
-			r.Error = unprefixed.Replace(errors.Unwrap(t.err).Error())
+			r.Error = errors.Unwrap(t.err).Error()
 		}
 	}
 	return r

@@ -161,6 +161,9 @@ func (s *slot) refresh(l *lease) {
 	}
 	ctx, cancel := l.watcherCtx(s.m.opts.dialTimeout)
 	defer cancel()
+	if ctx.Err() != nil {
+		return // detached meanwhile: nothing goes out on it (mcp-go sends whatever the context)
+	}
 	var fresh catalog.Catalog
 	err := fetchLists(ctx, l.client, l.catalog.Capabilities, which, s.config().limits, &fresh)
 	if connErr(l.conn) != nil {

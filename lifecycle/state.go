@@ -1,5 +1,5 @@
 // Package lifecycle holds what a host reads or sets about a server slot's
-// life: the State it is in (DESIGN.md's state table says what calls and the
+// life: the State it is in (docs/DESIGN.md's state table says what calls and the
 // catalog do in each), the reconnect Policy, and the Clock the manager's
 // waits use. The machinery that applies them (the transition table, the
 // reconnect budget, call health) is the manager's own and lives in

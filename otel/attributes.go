@@ -3,15 +3,17 @@ package otel
 import (
 	"context"
 	"errors"
-	"reflect"
 	"strconv"
 
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/transport"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // mcpfleet's own attributes, for what the conventions have no name for.
@@ -184,44 +186,62 @@ func serverMessage(err error) string {
 }
 
 // failureType is error.type for a failure that ended a session, a dial or
-// an attempt: mcpfleet's name for the failures the core tells apart, else
-// the conventions' rule for Go errors (the type, through fmt.Errorf
-// wrappers) applied under the core's own wrappers, which say what was
-// being done, not what went wrong.
+// an attempt: mcpfleet's name for the class of failure, found with
+// errors.Is and errors.As on the core's sentinels and the transports'
+// typed errors; for any other, the conventions' rule for Go errors (the
+// type) applied to the innermost error, under every wrapper that only
+// says what was being done.
 func failureType(err error) attribute.KeyValue {
+	var httpErr *mcphttp.Error
+	var exit *stdio.ExitError
+	var class string
 	switch {
 	case errors.Is(err, client.ErrTooManyTimeouts):
-		return semconv.ErrorTypeKey.String("too_many_timeouts")
-	case mcphttp.IsStaleSession(err):
-		return semconv.ErrorTypeKey.String("stale_session")
+		class = "too_many_timeouts"
+	case errors.Is(err, mcphttp.ErrStaleSession), errors.Is(err, mcptransport.ErrSessionTerminated):
+		class = "stale_session"
 	case errors.Is(err, client.ErrCatalogTooLarge):
-		return semconv.ErrorTypeKey.String("catalog_too_large")
+		class = "catalog_too_large"
 	case errors.Is(err, context.DeadlineExceeded):
-		return semconv.ErrorTypeKey.String("timeout")
+		class = "timeout"
 	case errors.Is(err, context.Canceled):
-		return semconv.ErrorTypeKey.String("canceled")
+		class = "canceled"
+	case errors.Is(err, transport.ErrMisconfigured):
+		class = "misconfigured"
+	case errors.As(err, &httpErr) && httpErr.Status != 0:
+		class = "http_" + strconv.Itoa(httpErr.Status)
+	case errors.As(err, &exit):
+		class = "process_exited"
+	case errors.Is(err, mcphttp.ErrStreamLost):
+		class = "stream_lost"
+	case errors.Is(err, transport.ErrNotSent):
+		class = "not_sent"
+	case errors.Is(err, stdio.ErrOutOfResources):
+		class = "out_of_resources"
+	case errors.Is(err, client.ErrNeedsAuthorization):
+		class = "needs_authorization"
+	default:
+		return semconv.ErrorType(innermost(err))
 	}
-	return semconv.ErrorType(underCore(err))
+	return semconv.ErrorTypeKey.String(class)
 }
 
-// corePackage is the import path of the core's error wrappers.
-var corePackage = reflect.TypeFor[client.ServerError]().PkgPath()
-
-// underCore unwraps err through the core's wrappers (*client.ServerError,
-// and those it does not export) that wrap a single error.
-func underCore(err error) error {
+// innermost follows err's chain to its end (the first branch of a joined
+// error).
+func innermost(err error) error {
 	for {
-		t := reflect.TypeOf(err)
-		if t.Kind() == reflect.Pointer {
-			t = t.Elem()
+		var next error
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := u.Unwrap(); len(errs) > 0 {
+				next = errs[0]
+			}
 		}
-		if t.PkgPath() != corePackage {
+		if next == nil {
 			return err
 		}
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
+		err = next
 	}
 }

@@ -95,6 +95,13 @@
 //   - mcpfleet.server.dial.duration (Histogram, s): connection attempts,
 //     with error.type on the failed ones.
 //
+// A failure that ended a session or a dial is classed, with errors.Is and
+// errors.As, as "misconfigured" (a mistake no retry fixes), "http_404"
+// (the HTTP status of a failed answer), "process_exited", "stream_lost",
+// "stale_session", "not_sent", "timeout", "canceled", "too_many_timeouts",
+// "catalog_too_large", "out_of_resources" or "needs_authorization"; any
+// other failure by the Go type of its innermost error.
+//
 // State changes reach an Observer from the Manager's event goroutine, a
 // moment after they happen: session and recovery durations are timed at
 // delivery.

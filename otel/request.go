@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -80,7 +81,7 @@ func (o *Observer) RequestAttempt(ctx context.Context, r *client.Request, attemp
 	case attempt > 1:
 		attrs := []attribute.KeyValue{AttemptKey.Int(attempt), gen}
 		if cause != nil {
-			attrs = append(attrs, failureType(cause), RetryCauseKey.String(cause.Error()))
+			attrs = append(attrs, failureType(cause), RetryCauseKey.String(redact.Text(cause.Error())))
 		}
 		rs.span.AddEvent(EventRetry, trace.WithAttributes(attrs...))
 	case r.Generation != rs.dialed:
@@ -128,7 +129,9 @@ func (o *Observer) RequestEnd(ctx context.Context, r *client.Request, outcome cl
 		}
 		rs.span.SetAttributes(spanAttrs...)
 		if outcome != client.OutcomeOK {
-			rs.span.SetStatus(codes.Error, desc)
+			// The description is an error's text, or the server's: a URL
+			// in it (a transport's, a server's) keeps no secret.
+			rs.span.SetStatus(codes.Error, redact.Text(desc))
 		}
 	}
 	rs.span.End(trace.WithTimestamp(end))

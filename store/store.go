@@ -107,9 +107,10 @@ var (
 )
 
 // Error is the error of a store operation: which store, what was being
-// done, on which record, and why.
+// done, on which record, and why. Like the module's other typed errors it
+// carries no "mcpfleet: " prefix; the Manager's error around it does.
 //
-//	mcpfleet: task store /home/u/.cache/mcpfleet/tasks: save task github/t-1: ...
+//	task store /home/u/.cache/mcpfleet/tasks: save task github/t-1: ...
 type Error struct {
 	// Store names the store: its kind and where it is ("task store
 	// /path", "memory task store").
@@ -123,7 +124,6 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("mcpfleet: ")
 	b.WriteString(e.Store)
 	b.WriteString(": ")
 	b.WriteString(e.Op)
@@ -133,7 +133,7 @@ func (e *Error) Error() string {
 	}
 	if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(strings.ReplaceAll(e.Err.Error(), "\nmcpfleet: ", "\n"))
+		b.WriteString(e.Err.Error())
 	}
 	return b.String()
 }

@@ -277,14 +277,14 @@ func TestSampleConfig(t *testing.T) {
 		switch name {
 		case "notes", "search":
 			// The sample is run from the repository root.
-			if sc.Command != "go" || !slices.Equal(sc.Args, []string{"run", "./examples/demo"}) || sc.Env["MCPFLEET_DEMO_SERVER"] != name {
+			if sc.Stdio.Command != "go" || !slices.Equal(sc.Stdio.Args, []string{"run", "./examples/demo"}) || sc.Stdio.Env["MCPFLEET_DEMO_SERVER"] != name {
 				t.Errorf("%s: %v", name, sc)
 			}
 			if _, err := os.Stat(filepath.Join("..", "demo", "main.go")); err != nil {
 				t.Errorf("%s runs ./examples/demo: %v", name, err)
 			}
 		case "everything":
-			if !sc.Disabled || !strings.HasPrefix(sc.Command, npmtest.Dir+"/node_modules/.bin/") {
+			if !sc.Disabled || !strings.HasPrefix(sc.Stdio.Command, npmtest.Dir+"/node_modules/.bin/") {
 				t.Errorf("everything: %v", sc)
 			}
 		default:

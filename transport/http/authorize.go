@@ -24,10 +24,11 @@ type Authorizer interface {
 }
 
 // WithAuthorizer makes every request of the Conn (the MCP requests, the
-// notification stream, the session DELETE) carry a's credentials, and
-// hands a the server's 401 and 403 answers. A request a says to retry is
+// notification stream, the session DELETE) to the server's origin carry
+// a's credentials, and hands a the server's 401 and 403 answers; a
+// request to any other origin never gets them. A request a says to retry is
 // sent once more; one it fails, fails with its error, marked not sent
-// (IsNotSent): a request the server refused for its credentials did not
+// (isNotSent): a request the server refused for its credentials did not
 // run.
 func WithAuthorizer(a Authorizer) Option {
 	return func(o *options) { o.auth = a }

@@ -79,16 +79,21 @@ func cancellable(method string) bool {
 }
 
 // SendRequest sends req; if ctx ended first, it tells the server, and if
-// the answer was over the size limit, the error says so.
+// the answer was over the size limit, the error says so. Its error quotes
+// no URL secret.
 func (t *streamableTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	ctx, ex := withExchange(ctx)
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	t.c.notes.after(t.c, ctx, req, err)
-	return t.c.tooLargeAnswer(req, resp, err)
+	err = t.c.describe(ctx, ex, handshake(req.Method), err)
+	return t.c.tooLargeAnswer(req, resp, t.c.redact(err))
 }
 
 // SendRequest is streamableTransport's, for legacy SSE.
 func (t *sseTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	ctx, ex := withExchange(ctx)
 	resp, err := t.SSE.SendRequest(ctx, req)
 	t.c.notes.after(t.c, ctx, req, err)
-	return t.c.tooLargeAnswer(req, resp, err)
+	err = t.c.describe(ctx, ex, handshake(req.Method), err)
+	return t.c.tooLargeAnswer(req, resp, t.c.redact(err))
 }

@@ -10,6 +10,14 @@
 // and the server forgetting the session. Each Conn has its own HTTP
 // connection pool, closed with it, so a dial after a server restart never
 // inherits a dead keep-alive connection.
+//
+// Credentials stay with the server's origin (scheme, host and port): a
+// redirect to another origin, https to http included, is refused
+// (ErrCrossOriginRedirect), so neither the Authorizer's token nor the
+// spec's headers nor a request's body ever reach it; the Authorizer is
+// asked only for requests to the server's origin. Every error a Conn
+// returns, and every record it and mcp-go under it log, has the URLs in it
+// redacted: userinfo and query values (an api_key=...) replaced.
 package http
 
 import (
@@ -31,15 +39,18 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/frame"
+	"github.com/mcpfleet/mcpfleet/internal/quiet"
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
 // Conn is one HTTP connection to an MCP server. Create it with Dial, speak
 // MCP over Transport with an mcp-go client, call Ready after Initialize,
 // and Close it when done.
 type Conn struct {
-	spec Spec
-	opts options
-	log  *slog.Logger
+	spec   Spec
+	opts   options
+	origin string       // the server URL's: the Authorizer's credentials go only there
+	log    *slog.Logger // redacts every URL
 
 	pool *nethttp.Transport // this Conn's own connections
 	tr   transport.Interface
@@ -81,7 +92,7 @@ type Conn struct {
 
 // Dial checks that the server is reachable and returns a Conn whose
 // transport is not started yet. While nothing listens at spec.URL it fails
-// fast with an error for which IsNotSent is true. The Conn outlives ctx:
+// fast with an error for which isNotSent is true. The Conn outlives ctx:
 // only Close ends it.
 func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	if err := spec.Validate(); err != nil {
@@ -109,13 +120,19 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		ExpectContinueTimeout: time.Second,
 	}
 	if err := probe(ctx, dialer, pool, spec.URL); err != nil {
-		return nil, fmt.Errorf("mcpfleet: http: dial %s: %w", redactURL(spec.URL), err)
+		return nil, redact.Error(&Error{Op: "dial", URL: redact.URL(spec.URL), Err: err}, spec.URL)
 	}
+	u, _ := url.Parse(spec.URL) // Validate parsed it
+	// Every record the Conn and mcp-go under it write goes through the
+	// redaction: mcp-go logs the errors of its requests, which quote the
+	// URL, query and all.
+	logger := redact.Logger(o.logger, spec.URL)
 
 	c := &Conn{
 		spec:   spec,
 		opts:   o,
-		log:    o.logger.With("url", redactURL(spec.URL)),
+		origin: origin(u),
+		log:    logger.With("url", redact.URL(spec.URL)),
 		pool:   pool,
 		stream: newStreamState(),
 		done:   make(chan struct{}),
@@ -124,7 +141,10 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 	c.life, c.cancelLife = context.WithCancel(context.Background())
 	c.abort, c.cancelAbort = context.WithCancel(context.Background())
 	c.notes.ctx, c.notes.stop = context.WithCancel(c.life)
-	httpClient := &nethttp.Client{Transport: &roundTripper{c: c, base: listenWatch{base: pool}}}
+	httpClient := &nethttp.Client{
+		Transport:     &roundTripper{c: c, base: listenWatch{base: pool}},
+		CheckRedirect: checkRedirect,
+	}
 	headers := make(map[string]string, len(spec.Headers))
 	for k, v := range spec.Headers {
 		headers[k] = v
@@ -135,7 +155,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		sseOpts := []transport.ClientOption{
 			transport.WithHTTPClient(httpClient),
 			transport.WithHeaders(headers),
-			transport.WithSSELogger(o.logger),
+			transport.WithSSELogger(quiet.Debug(logger)),
 		}
 		if spec.Timeout > 0 {
 			sseOpts = append(sseOpts, transport.WithResponseTimeout(spec.Timeout))
@@ -143,14 +163,14 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		t, err := transport.NewSSE(spec.URL, sseOpts...)
 		if err != nil {
 			c.release()
-			return nil, fmt.Errorf("mcpfleet: http: %w", err)
+			return nil, c.redact(fmt.Errorf("http: %w", err))
 		}
 		c.tr = &sseTransport{SSE: t, c: c}
 	default:
 		t, err := transport.NewStreamableHTTP(spec.URL,
 			transport.WithHTTPBasicClient(httpClient),
 			transport.WithHTTPHeaders(headers),
-			transport.WithHTTPLogger(o.logger),
+			transport.WithHTTPLogger(quiet.Debug(logger)),
 			// Continuous listening is what makes mcp-go open the GET stream
 			// on the older protocol. mcp-go would take it to rule out
 			// 2026-07-28, so streamableTransport hides that; on 2026-07-28
@@ -159,7 +179,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		)
 		if err != nil {
 			c.release()
-			return nil, fmt.Errorf("mcpfleet: http: %w", err)
+			return nil, c.redact(fmt.Errorf("http: %w", err))
 		}
 		c.tr = &streamableTransport{StreamableHTTP: t, c: c}
 	}
@@ -224,10 +244,14 @@ func (c *Conn) Err() error {
 // stream is open since Start.
 //
 // It fails when the server rejects 2026-07-28 at this first real request
-// (IsUnsupportedProtocol is then true: dial again with WithLegacyProtocol),
+// (isUnsupportedProtocol is then true: dial again with WithLegacyProtocol),
 // and when the connection died meanwhile. A server that offers no stream is
 // not an error, but then a restart shows only at the next call.
 func (c *Conn) Ready(ctx context.Context, cl *mcpclient.Client) error {
+	return c.redact(c.ready(ctx, cl))
+}
+
+func (c *Conn) ready(ctx context.Context, cl *mcpclient.Client) error {
 	if c.spec.Kind == SSE {
 		return c.Err()
 	}
@@ -243,10 +267,10 @@ func (c *Conn) Ready(ctx context.Context, cl *mcpclient.Client) error {
 		case streamOpen:
 			return nil
 		case streamEnded:
-			return fmt.Errorf("mcpfleet: http: notification stream: %w", why)
+			return fmt.Errorf("http: notification stream: %w", why)
 		case streamRefused:
-			if IsUnsupportedProtocol(why) {
-				return fmt.Errorf("mcpfleet: http: subscriptions/listen: %w", why)
+			if isUnsupportedProtocol(why) {
+				return fmt.Errorf("http: subscriptions/listen: %w", why)
 			}
 			c.log.Info("mcpfleet: server offers no notification stream; a restart will show at the next call",
 				"protocol", cl.ProtocolVersion(), "why", why)
@@ -377,7 +401,7 @@ func (c *Conn) listenLocked(cl *mcpclient.Client, filter mcp.SubscriptionFilter,
 			err = errors.New("server ended subscriptions/listen")
 		}
 		r.err = err
-		if !r.isOpen() && rollback != nil && !IsTransportFatal(err) {
+		if !r.isOpen() && rollback != nil && !isTransportFatal(err) {
 			// The server refused the new filter: the previous stream is
 			// gone, but the connection is not. Listen as before.
 			c.listenMu.Lock()
@@ -419,7 +443,7 @@ func (c *Conn) listenLocked(cl *mcpclient.Client, filter mcp.SubscriptionFilter,
 // Ready then listens for; it does nothing on the older protocol (use
 // resources/subscribe there) and for SSE.
 func (c *Conn) SubscribeResource(ctx context.Context, cl *mcpclient.Client, uri string) error {
-	return c.changeResources(ctx, cl, uri, true)
+	return c.redact(c.changeResources(ctx, cl, uri, true))
 }
 
 // UnsubscribeResource removes uri from the resource subscriptions of the
@@ -427,7 +451,7 @@ func (c *Conn) SubscribeResource(ctx context.Context, cl *mcpclient.Client, uri 
 // SubscribeResource does. Once it returns, the stream carries no more
 // updates for uri.
 func (c *Conn) UnsubscribeResource(ctx context.Context, cl *mcpclient.Client, uri string) error {
-	return c.changeResources(ctx, cl, uri, false)
+	return c.redact(c.changeResources(ctx, cl, uri, false))
 }
 
 func (c *Conn) changeResources(ctx context.Context, cl *mcpclient.Client, uri string, subscribe bool) error {
@@ -436,7 +460,7 @@ func (c *Conn) changeResources(ctx context.Context, cl *mcpclient.Client, uri st
 	}
 	if subscribe {
 		if caps := cl.GetServerCapabilities(); caps.Resources == nil || !caps.Resources.Subscribe {
-			return fmt.Errorf("mcpfleet: http: subscribe to %s: %w", uri, errNoResourceSubscriptions)
+			return fmt.Errorf("http: subscribe to %s: %w", uri, errNoResourceSubscriptions)
 		}
 	}
 	c.listenMu.Lock()
@@ -491,7 +515,7 @@ func (c *Conn) awaitListen(ctx context.Context, r *listenRun) error {
 				return nil
 			}
 			if r.err != nil {
-				err := fmt.Errorf("mcpfleet: http: subscriptions/listen: %w", r.err)
+				err := fmt.Errorf("http: subscriptions/listen: %w", r.err)
 				if r.rollback != nil {
 					// Refused: return once the stream is back as it was.
 					select {
@@ -562,8 +586,14 @@ func (c *Conn) streamLost(err error) {
 	}
 }
 
+// redact returns err with the URLs in it redacted, the server's above all
+// (see internal/redact): every error that leaves the Conn goes through it,
+// so that no URL secret reaches the Manager's status, events or logs.
+func (c *Conn) redact(err error) error { return redact.Error(err, c.spec.URL) }
+
 // fail closes Done with err, once.
 func (c *Conn) fail(err error) {
+	err = c.redact(&Error{URL: redact.URL(c.spec.URL), Err: err})
 	c.failOnce.Do(func() {
 		c.errMu.Lock()
 		c.err = err
@@ -634,8 +664,16 @@ func (t *streamableTransport) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.StreamableHTTP.Start(t.c.life)
+	return t.c.redact(t.StreamableHTTP.Start(t.c.life))
 }
+
+// SendNotification sends n; its error quotes no URL secret.
+func (t *streamableTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	return t.c.redact(t.StreamableHTTP.SendNotification(ctx, n))
+}
+
+// Close ends the session; its error quotes no URL secret.
+func (t *streamableTransport) Close() error { return t.c.redact(t.StreamableHTTP.Close()) }
 
 // RequiresLegacyProtocol hides that continuous listening is on (mcp-go
 // would skip 2026-07-28 for it), unless WithLegacyProtocol asked for
@@ -653,6 +691,7 @@ type sseTransport struct {
 // Start gets).
 func (t *sseTransport) Start(ctx context.Context) error {
 	streamCtx, cancel := context.WithCancel(t.c.life)
+	streamCtx, ex := withExchange(streamCtx)
 	stop := context.AfterFunc(ctx, cancel)
 	err := t.SSE.Start(streamCtx)
 	if !stop() && err == nil {
@@ -661,8 +700,23 @@ func (t *sseTransport) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		cancel()
-		return err
+		// The stream's GET is the legacy transport's handshake.
+		return t.c.redact(t.c.describe(ctx, ex, true, err))
 	}
 	context.AfterFunc(t.c.life, cancel)
 	return nil
+}
+
+// SendNotification sends n; its error quotes no URL secret.
+func (t *sseTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	return t.c.redact(t.SSE.SendNotification(ctx, n))
+}
+
+// Close ends the stream; its error quotes no URL secret.
+func (t *sseTransport) Close() error { return t.c.redact(t.SSE.Close()) }
+
+// SetConnectionLostHandler hands handler the stream's loss with no URL
+// secret in it.
+func (t *sseTransport) SetConnectionLostHandler(handler func(error)) {
+	t.SSE.SetConnectionLostHandler(func(err error) { handler(t.c.redact(err)) })
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/failure"
+	seam "github.com/mcpfleet/mcpfleet/transport"
 )
 
 var (
@@ -15,14 +16,14 @@ var (
 	// 2026-07-28 subscriptions/listen stream, the older protocol's GET
 	// stream, or the legacy SSE stream) broke off: the server restarted,
 	// went away, or dropped us.
-	ErrStreamLost = errors.New("mcpfleet: http: notification stream lost")
+	ErrStreamLost = errors.New("notification stream lost")
 
 	// ErrStaleSession is Conn.Err's cause when the server answered a request
 	// on our session with HTTP 404, or with HTTP 400 and JSON-RPC -32000
 	// "No valid session ID": it no longer knows the session, typically
 	// because it restarted. Errors wrapping it also match
 	// transport.ErrSessionTerminated.
-	ErrStaleSession = errors.New("mcpfleet: http: stale session")
+	ErrStaleSession = errors.New("stale session")
 
 	// ErrNotSent is wrapped by the error of a request that provably never
 	// reached the server: nothing of it was written (a failed dial, a
@@ -30,10 +31,21 @@ var (
 	// request went out). The server cannot have run it, so it is safe to
 	// send again, whatever it does. A request that failed after it was
 	// written does not wrap it: its outcome is unknown.
-	ErrNotSent = errors.New("mcpfleet: http: request not sent")
+	ErrNotSent = seam.ErrNotSent
 
-	// ErrClosed is Conn.Err's cause after Close.
-	ErrClosed = errors.New("mcpfleet: http: connection closed")
+	// ErrClosed is Conn.Err's cause after Close. It is transport.ErrClosed,
+	// which every transport shares.
+	ErrClosed = seam.ErrClosed
+
+	// ErrCrossOriginRedirect is wrapped by the error of a request the
+	// server redirected to another origin (another scheme, host or port,
+	// https to http included). The redirect is not followed: the request
+	// carries the server's credentials (the Authorizer's token, the spec's
+	// headers) and its body, which are for the server's origin only.
+	// Redirects within the origin are followed. During a server's
+	// handshake it comes inside an *Error that matches
+	// transport.ErrMisconfigured: the URL is not the one to use.
+	ErrCrossOriginRedirect = errors.New("redirect to another origin refused")
 )
 
 // staleSessionError is the cause recorded when the server forgot the session.
@@ -59,7 +71,7 @@ func (e *notSentError) Error() string { return ErrNotSent.Error() + ": " + e.err
 
 func (e *notSentError) Unwrap() []error { return []error{ErrNotSent, e.err} }
 
-// IsStaleSession reports whether err says the server no longer knows our
+// isStaleSession reports whether err says the server no longer knows our
 // session: HTTP 404 (mcp-go returns transport.ErrSessionTerminated, and
 // keeps returning it for every later request until Initialize is called
 // again), or HTTP 400 with JSON-RPC -32000 "No valid session ID provided",
@@ -70,7 +82,7 @@ func (e *notSentError) Unwrap() []error { return []error{ErrNotSent, e.err} }
 // match is for errors from transports that did not go through a Conn. The
 // server did not run the rejected request, so it can be retried on a new
 // connection.
-func IsStaleSession(err error) bool {
+func isStaleSession(err error) bool {
 	if err == nil || isContextErr(err) {
 		return false
 	}
@@ -83,22 +95,22 @@ func IsStaleSession(err error) bool {
 	return strings.Contains(msg, "no valid session id") || strings.Contains(msg, "invalid session id")
 }
 
-// IsNotSent reports whether err proves the request never reached the server
+// isNotSent reports whether err proves the request never reached the server
 // (it wraps ErrNotSent; or connection refused, a failed dial or name
 // lookup), so it is safe to send it again. An error caused by a context
 // ending is "not sent" only when it wraps ErrNotSent, which a Conn adds
 // when its own Close ended a request before it went out; the caller's own
 // cancellation is its own answer.
-func IsNotSent(err error) bool {
+func isNotSent(err error) bool {
 	return errors.Is(err, ErrNotSent) || failure.NeverSent(err)
 }
 
-// IsUnsupportedProtocol reports whether err is JSON-RPC -32022 "unsupported
+// isUnsupportedProtocol reports whether err is JSON-RPC -32022 "unsupported
 // protocol version". A server can answer the 2026-07-28 server/discover
 // probe and still reject that version at the first real request (the
 // official Go SDK's servers do); the caller should then dial again with
 // WithLegacyProtocol.
-func IsUnsupportedProtocol(err error) bool {
+func isUnsupportedProtocol(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -106,11 +118,11 @@ func IsUnsupportedProtocol(err error) bool {
 	return errors.As(err, &unsupported)
 }
 
-// IsTransportFatal reports whether err means the connection it came from
+// isTransportFatal reports whether err means the connection it came from
 // is unusable: a stale session, a request that could not be sent, the
 // connection breaking off mid-exchange, or the transport being closed.
 // Context errors, JSON-RPC errors and HTTP error statuses are not fatal.
-func IsTransportFatal(err error) bool {
+func isTransportFatal(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -120,7 +132,7 @@ func IsTransportFatal(err error) bool {
 	if isContextErr(err) {
 		return false
 	}
-	if IsStaleSession(err) || failure.Broken(err) ||
+	if isStaleSession(err) || failure.Broken(err) ||
 		errors.Is(err, ErrStreamLost) || errors.Is(err, ErrClosed) {
 		return true
 	}
@@ -134,9 +146,12 @@ func IsTransportFatal(err error) bool {
 // isContextErr reports whether err comes from a context ending.
 func isContextErr(err error) bool { return failure.Context(err) }
 
-// NotSent is IsNotSent, for the manager: a Conn classifies its own
-// transport's failures.
-func (c *Conn) NotSent(err error) bool { return IsNotSent(err) }
+// NotSent reports that err, the error of a request on this Conn, proves the
+// request never reached the server: it was never written, or the server
+// refused the session it went on (transport.Classifier).
+func (c *Conn) NotSent(err error) bool { return isNotSent(err) }
 
-// Fatal is IsTransportFatal, for the manager.
-func (c *Conn) Fatal(err error) bool { return IsTransportFatal(err) }
+// Fatal reports that err means this Conn is unusable: a stale session, a
+// request that could not be sent, the connection broken mid-exchange, or
+// the Conn closed (transport.Classifier).
+func (c *Conn) Fatal(err error) bool { return isTransportFatal(err) }

@@ -11,3 +11,13 @@ import (
 func WithDialWrap(wrap func(func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
 	return func(o *options) { o.wrapDial = wrap }
 }
+
+// The classifications a Conn makes of its transport's errors, for the
+// tests of the external package; the Manager reaches them through
+// transport.Classifier.
+var (
+	IsNotSent             = isNotSent
+	IsStaleSession        = isStaleSession
+	IsTransportFatal      = isTransportFatal
+	IsUnsupportedProtocol = isUnsupportedProtocol
+)

@@ -10,7 +10,7 @@ import (
 
 // errPeerClosed is why trackedConn refuses to write a request: the server
 // had closed the idle keep-alive connection before the request went out.
-var errPeerClosed = errors.New("mcpfleet: http: server closed the idle connection before the request")
+var errPeerClosed = errors.New("http: server closed the idle connection before the request")
 
 // trackedConn is a connection of the Conn's own pool. It makes "the server
 // never got this request" provable where it can be: before the first byte

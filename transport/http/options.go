@@ -33,7 +33,7 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
-		logger:            slog.Default(),
+		logger:            slog.New(slog.DiscardHandler),
 		streamOpenTimeout: DefaultStreamOpenTimeout,
 		deleteTimeout:     DefaultDeleteTimeout,
 		dialTimeout:       DefaultDialTimeout,
@@ -41,7 +41,9 @@ func defaultOptions() options {
 }
 
 // WithLogger sets the logger for the connection and the mcp-go transport
-// under it. Defaults to slog.Default(). A nil logger discards.
+// under it (mcp-go's own lines at Debug). Defaults to discarding: the
+// package writes nothing to the host's stdout or stderr by itself. A nil
+// logger discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l == nil {
@@ -54,7 +56,7 @@ func WithLogger(l *slog.Logger) Option {
 // WithLegacyProtocol keeps the connection on the initialize handshake
 // (protocol 2025-11-25 and older), skipping the 2026-07-28 server/discover
 // probe. Dial with it after a server rejected 2026-07-28 with -32022 (see
-// IsUnsupportedProtocol). It has no effect on SSE, which is always legacy.
+// isUnsupportedProtocol). It has no effect on SSE, which is always legacy.
 func WithLegacyProtocol() Option {
 	return func(o *options) { o.legacy = true }
 }

@@ -59,6 +59,7 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		}
 		return nil, err
 	}
+	record(req, resp)
 	if resp.StatusCode == nethttp.StatusNotFound && rt.sessionless(req) {
 		resp = answer404(resp)
 	}
@@ -107,6 +108,7 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		}
 		return nil, err
 	}
+	record(req, resp)
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode == nethttp.StatusOK && mediaType == "text/event-stream" {
 		c.stream.set(streamOpen, nil)
@@ -165,8 +167,12 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 // the way that the request is safe to replay under that key, a promise we
 // cannot make for a tool call and that a gateway implementing the header
 // (draft-ietf-httpapi-idempotency-key) would act on.
+//
+// The Authorizer's credentials go only to the server's origin (a redirect
+// elsewhere is refused before it gets here, see checkRedirect; this holds
+// even so).
 func (rt *roundTripper) send(req *nethttp.Request) (*nethttp.Response, error) {
-	if a := rt.c.opts.auth; a != nil {
+	if a := rt.c.opts.auth; a != nil && rt.c.sameOrigin(req) {
 		return rt.authorized(req, a)
 	}
 	return rt.sendOnce(req)
@@ -304,7 +310,7 @@ func (rt *roundTripper) delete(req *nethttp.Request) (*nethttp.Response, error) 
 	stop := context.AfterFunc(rt.c.abort, cancel)
 	release := func() { stop(); cancel() }
 	req = req.WithContext(ctx)
-	if a := rt.c.opts.auth; a != nil {
+	if a := rt.c.opts.auth; a != nil && rt.c.sameOrigin(req) {
 		req = req.Clone(ctx)
 		if err := a.Authorize(req); err != nil {
 			release()

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
 // Kind is the HTTP transport a server speaks.
@@ -37,7 +39,9 @@ func (k Kind) String() string {
 // Spec says how to reach one MCP server over HTTP.
 type Spec struct {
 	// URL is the server's endpoint: the MCP endpoint for StreamableHTTP
-	// (often .../mcp), the event stream for SSE (often .../sse).
+	// (often .../mcp), the event stream for SSE (often .../sse). Its query
+	// values may be secrets (an api_key): String, LogValue, errors and logs
+	// show them as xxxxx. Userinfo is refused: use Headers.
 	URL string
 	// Headers are sent with every request, Authorization included. Their
 	// values are secrets: String, LogValue and errors never show them.
@@ -53,31 +57,32 @@ type Spec struct {
 // Validate reports the first problem with s, naming the field.
 func (s Spec) Validate() error {
 	if s.URL == "" {
-		return errors.New("mcpfleet: http spec: URL: empty")
+		return errors.New("http spec: URL: empty")
 	}
 	u, err := url.Parse(s.URL)
 	if err != nil {
-		return fmt.Errorf("mcpfleet: http spec: URL: %w", err)
+		// url.Parse's error quotes the URL whole, query and userinfo too.
+		return redact.Error(fmt.Errorf("http spec: URL: %w", err), s.URL)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("mcpfleet: http spec: URL: scheme %q is not http or https", u.Scheme)
+		return fmt.Errorf("http spec: URL: scheme %q is not http or https", u.Scheme)
 	}
 	if u.Host == "" {
-		return errors.New("mcpfleet: http spec: URL: no host")
+		return errors.New("http spec: URL: no host")
 	}
 	if u.User != nil {
-		return errors.New("mcpfleet: http spec: URL: credentials in the URL are not supported; use Headers")
+		return errors.New("http spec: URL: credentials in the URL are not supported; use Headers")
 	}
 	for name := range s.Headers {
 		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-			return fmt.Errorf("mcpfleet: http spec: Headers: invalid header name %q", name)
+			return fmt.Errorf("http spec: Headers: invalid header name %q", name)
 		}
 	}
 	if s.Timeout < 0 {
-		return fmt.Errorf("mcpfleet: http spec: Timeout: negative (%v)", s.Timeout)
+		return fmt.Errorf("http spec: Timeout: negative (%v)", s.Timeout)
 	}
 	if s.Kind != StreamableHTTP && s.Kind != SSE {
-		return fmt.Errorf("mcpfleet: http spec: Kind: unknown %v", s.Kind)
+		return fmt.Errorf("http spec: Kind: unknown %v", s.Kind)
 	}
 	return nil
 }
@@ -95,7 +100,7 @@ func (s Spec) headerNames() []string {
 // String describes s without header values, which may be secrets.
 func (s Spec) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", s.Kind, redactURL(s.URL))
+	fmt.Fprintf(&b, "%s %s", s.Kind, redact.URL(s.URL))
 	if len(s.Headers) > 0 {
 		fmt.Fprintf(&b, " headers=[%s]", strings.Join(s.headerNames(), ","))
 	}
@@ -109,7 +114,7 @@ func (s Spec) String() string {
 func (s Spec) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.String("kind", s.Kind.String()),
-		slog.String("url", redactURL(s.URL)),
+		slog.String("url", redact.URL(s.URL)),
 	}
 	if len(s.Headers) > 0 {
 		attrs = append(attrs, slog.Any("headers", s.headerNames()))
@@ -118,20 +123,4 @@ func (s Spec) LogValue() slog.Value {
 		attrs = append(attrs, slog.Duration("timeout", s.Timeout))
 	}
 	return slog.GroupValue(attrs...)
-}
-
-// redactURL hides user info and query values, which may carry tokens.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<invalid URL>"
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"xxxxx"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }

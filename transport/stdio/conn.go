@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -388,6 +387,7 @@ func (c *Conn) watch() {
 	c.sigMu.Lock()
 	c.tree.release()
 	c.exited = true
+	killed := c.tree.killed
 	c.sigMu.Unlock()
 
 	// Let the drain take in what the process wrote last, so the error can
@@ -401,12 +401,8 @@ func (c *Conn) watch() {
 		expired = true
 	}
 
-	e := &ExitError{PID: c.pid, Code: -1, Stderr: excerpt(c.ring.last(-1)), Closed: c.closing.Load()}
-	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		e.Signal = ws.Signal()
-	} else {
-		e.Code = c.cmd.ProcessState.ExitCode()
-	}
+	st := exitOf(waitStatus(c.cmd.ProcessState), killed, killedExitCode)
+	e := &ExitError{PID: c.pid, Code: st.code, Signal: st.signal, Stderr: excerpt(c.ring.last(-1)), Closed: c.closing.Load()}
 	c.err.Store(&Error{Command: c.spec.Command, PID: c.pid, Err: e})
 	close(c.done)
 
@@ -501,7 +497,7 @@ func startError(spec Spec, path string, err error) error {
 	case errors.Is(err, fs.ErrPermission), isExecFormatError(err):
 		err = fmt.Errorf("%w: %q: %w", ErrNotExecutable, path, err)
 	}
-	return &Error{Op: "start", Command: spec.Command, Err: err}
+	return spawnError(spec, err)
 }
 
 func closeFiles(files ...*os.File) {

@@ -35,9 +35,10 @@
 //   - Windows: the child starts suspended and is put in a Job Object with
 //     JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE before it runs, so nothing it
 //     starts escapes the job, and the job dies with the host even when the
-//     host is killed. Close goes close stdin, then TerminateJobObject (there
-//     is no SIGTERM); the exit watcher ends what a dead child left in the
-//     job.
+//     host is killed. It has no console window (CREATE_NO_WINDOW), so a GUI
+//     host does not flash one per child. Close goes close stdin, then
+//     TerminateJobObject (there is no SIGTERM), which Err reports as
+//     SIGKILL; the exit watcher ends what a dead child left in the job.
 //   - macOS, the BSDs: nothing ties a child to the host's life; a child
 //     that does not exit on stdin EOF outlives a killed host.
 //

@@ -85,7 +85,10 @@ func (e *Error) Is(target error) bool {
 // spawnError is the error of a Dial whose spawn failed (making the pipes,
 // starting the process or its guard): if the host is out of file
 // descriptors, processes or memory, one that wraps ErrOutOfResources and
-// says what ran out; otherwise err.
+// says what ran out; otherwise err, in an *Error naming the command. It names the
+// command only, never its arguments or environment: tokens are often
+// passed as arguments (--api-key=...), and the error reaches the Manager's
+// status, events and logs.
 func spawnError(spec Spec, err error) error {
 	if failure.Exhausted(err) {
 		err = fmt.Errorf("%w: %s: %w", ErrOutOfResources, ranOut(err), err)
@@ -107,9 +110,10 @@ type ExitError struct {
 	PID int
 	// Code is the exit status, or -1 if a signal ended the process.
 	Code int
-	// Signal is the signal that ended the process, or 0. It is always 0 on
-	// Windows, where no process ends by a signal; one that Close had to
-	// terminate exits with status 1 there.
+	// Signal is the signal that ended the process, or 0. On Windows, where
+	// no process ends by a signal, it is SIGKILL for one that Close had to
+	// terminate (TerminateJobObject; its exit status, 1, could be the
+	// server's own), as on Unix, and 0 for every other end.
 	Signal syscall.Signal
 	// Stderr is an excerpt of what the process wrote to stderr, oldest
 	// first, within about 1 KiB: its last lines, and before them, when it

@@ -17,6 +17,10 @@ import (
 // killName names the kill in errors, as the OS calls it.
 const killName = "SIGKILL"
 
+// killedExitCode is -1: a kill is a signal here, which wait reports
+// itself (see exitOf).
+const killedExitCode = -1
+
 // testHookNoGuard, set by a test, starts children without a guard, so that
 // the parent-death signal can be shown to work alone.
 var testHookNoGuard bool
@@ -26,8 +30,9 @@ var testHookNoGuard bool
 // reaped, which is why every use is guarded by Conn.exited. On Linux a
 // guard in the group ends it if the host dies (guard_linux.go).
 type tree struct {
-	pgid  int
-	guard guard
+	pgid   int
+	guard  guard
+	killed bool // kill was called (see exitOf); wait tells the signal here
 }
 
 // newTree returns the tree of a child started with sysProcAttr. Setpgid
@@ -56,6 +61,14 @@ func newTree(p *os.Process, logger *slog.Logger) (tree, error) {
 	return tree{pgid: p.Pid, guard: g}, nil
 }
 
+// waitStatus is how the reaped process ended, as wait reported it.
+func waitStatus(ps *os.ProcessState) exitStatus {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitStatus{code: -1, signal: ws.Signal()}
+	}
+	return exitStatus{code: ps.ExitCode()}
+}
+
 // term sends SIGTERM to the group, the polite request to exit.
 func (t *tree) term() bool {
 	// ESRCH (all gone) is fine; EPERM cannot happen for our own group.
@@ -66,6 +79,7 @@ func (t *tree) term() bool {
 // kill sends SIGKILL to the group.
 func (t *tree) kill() bool {
 	_ = syscall.Kill(-t.pgid, syscall.SIGKILL)
+	t.killed = true
 	return true
 }
 

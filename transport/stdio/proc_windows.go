@@ -20,15 +20,38 @@ import (
 const killName = "TerminateJobObject"
 
 // killedExitCode is the exit status of the processes kill ends: 1, the
-// status os.Process.Kill gives on Windows.
+// status os.Process.Kill gives on Windows. Err reports a process that
+// Close's kill ended as ended by SIGKILL all the same (see exitOf).
 const killedExitCode = 1
 
-// sysProcAttr starts the child suspended, so that it runs no code, and so
-// starts no process of its own, before newTree has put it in the job. Its
-// own process group keeps a Ctrl-C in the host's console from reaching it
-// behind the host's back, as Setpgid does on Unix.
+// creationFlags are the flags sysProcAttr starts a child with:
+//
+//   - CREATE_SUSPENDED, so that it runs no code, and so starts no process
+//     of its own, before newTree has put it in the job;
+//   - CREATE_NEW_PROCESS_GROUP, so that a Ctrl-C in the host's console does
+//     not reach it behind the host's back, as Setpgid does on Unix;
+//   - CREATE_NO_WINDOW: a console program (every stdio server is one)
+//     started by a host with no console of its own, a GUI or a service,
+//     would get a console window of its own, which flashes open for every
+//     child. With it, the child has a console without a window; what it
+//     starts inherits that console, so neither flashes either. It also
+//     keeps a console host's Ctrl-Break from reaching the child.
+//
+// They compose: CREATE_NO_WINDOW is ignored only beside CREATE_NEW_CONSOLE
+// or DETACHED_PROCESS, which are not used; the other two are about the
+// first thread and the process group.
+const creationFlags = windows.CREATE_SUSPENDED | windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_NO_WINDOW
+
+// sysProcAttr is how a child is started (creationFlags).
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED | windows.CREATE_NEW_PROCESS_GROUP}
+	return &syscall.SysProcAttr{CreationFlags: creationFlags}
+}
+
+// waitStatus is how the reaped process ended, as wait reported it: on
+// Windows always an exit code (an NTSTATUS such as 0xC0000005 for a crash,
+// as an unsigned number).
+func waitStatus(ps *os.ProcessState) exitStatus {
+	return exitStatus{code: ps.ExitCode()}
 }
 
 // tree is the child and its descendants: a Job Object the child was put in
@@ -38,7 +61,8 @@ func sysProcAttr() *syscall.SysProcAttr {
 // (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE), so the tree dies with the host
 // even when the host is killed without a chance to clean up.
 type tree struct {
-	job windows.Handle
+	job    windows.Handle
+	killed bool // kill was called: the job's processes exit with killedExitCode
 }
 
 // killOnClose is the job's only limit. A package variable because the
@@ -131,6 +155,7 @@ func (t *tree) term() bool { return false }
 // kill ends every process in the job.
 func (t *tree) kill() bool {
 	_ = windows.TerminateJobObject(t.job, killedExitCode)
+	t.killed = true
 	return true
 }
 

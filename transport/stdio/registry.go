@@ -1,12 +1,9 @@
 package stdio
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -25,16 +22,13 @@ const DefaultSweepGrace = 2 * time.Second
 // ErrRegistryInUse: the state file belongs to a host that is still
 // running. Its groups are that host's live servers, not orphans: they are
 // left alone, and the file is not touched.
-var ErrRegistryInUse = errors.New("mcpfleet: stdio: state file in use by a running host")
+var ErrRegistryInUse = errors.New("stdio: state file in use by a running host")
 
 const (
-	// registryFormat and registryVersion mark a state file as ours. A file
-	// with anything else is not swept.
-	registryFormat  = "mcpfleet/stdio-registry"
-	registryVersion = 1
-	// maxRegistrySize bounds what OpenRegistry reads: a state file holds a
-	// few hundred bytes per server, so anything this large is not one.
-	maxRegistrySize = 1 << 20
+	// registryFormat marks a state file as ours; with a version this
+	// package reads (registryVersion, registryVersionWhole: see
+	// registry_file.go). A file with anything else is not swept.
+	registryFormat = "mcpfleet/stdio-registry"
 	// sweepPoll is how often the sweep looks whether a group is gone. The
 	// processes are not our children, so no event tells us.
 	sweepPoll = 10 * time.Millisecond
@@ -66,9 +60,13 @@ type procState struct {
 // Each Conn dialled WithRegistry adds its group when it starts and takes it
 // out when its process is reaped. An entry holds the leader's pid, the
 // group id, the leader's start time and the base name of the command; never
-// its arguments or environment, which may hold secrets. The file is
-// written atomically (a temporary file renamed over it) with mode 0600 on
-// each change, and removed by Close once it lists nothing.
+// its arguments or environment, which may hold secrets. The file has mode
+// 0600; each change appends one line to it, and it is rewritten
+// atomically (a temporary file renamed over it) when it is taken over,
+// when most of its lines are of groups already gone, and at Close, which
+// removes it once it lists nothing. A spawn thus costs the same with ten
+// thousand children as with one. The file a crash leaves is read whole
+// but for a last line cut short, which is passed over.
 //
 // Whether a Registry is needed depends on the OS. On Linux a parent-death
 // signal and a guard in each group (see the package doc) end the group
@@ -94,6 +92,16 @@ type Registry struct {
 	inherited []groupRecord
 	closed    bool
 	failing   bool // the last write failed; logged once until one succeeds
+	// The file as written (registry_file.go): file is open for appending
+	// (nil before the first write, after Close, or when a rewrite could
+	// not reopen it); records counts its lines after the header, live and
+	// dead; dirty says the last append failed and may have left part of a
+	// line, so the next change rewrites the file instead of appending.
+	file           *os.File
+	records        int
+	dirty          bool
+	compactFailing bool   // the last compaction failed; logged once
+	buf            []byte // the line being appended, reused
 }
 
 // registered is one of our groups in a Registry; Conn.remove takes it out
@@ -118,17 +126,6 @@ type SweepResult struct {
 	// The rest (Listed - Killed - Failed) had exited already, or could not
 	// be proved to be the recorded processes (a reused pid, a start time
 	// the OS does not tell) and were left alone.
-}
-
-// stateFile is the file's content. Unknown fields are ignored, so a later
-// version may add some without a new format.
-type stateFile struct {
-	Format  string `json:"format"`
-	Version int    `json:"version"`
-	// Owner is the host that writes the file; nil once it closed its
-	// Registry, so that a later host may take the file over at once.
-	Owner  *processRecord `json:"owner,omitempty"`
-	Groups []groupRecord  `json:"groups"`
 }
 
 // processRecord names one process so that a reused pid is not taken for it.
@@ -156,7 +153,8 @@ type registryOptions struct {
 
 // WithRegistryLogger sets the logger for what the Registry does: each
 // group it ends or leaves alone, a file it ignores and why, a write that
-// failed. Defaults to slog.Default(). A nil logger discards.
+// failed. Defaults to discarding (the package writes nothing to the
+// host's stdout or stderr by itself). A nil logger discards.
 func WithRegistryLogger(l *slog.Logger) RegistryOption {
 	return func(o *registryOptions) {
 		if l == nil {
@@ -188,7 +186,8 @@ func WithSweepGrace(d time.Duration) RegistryOption {
 // once they are gone or a second grace has passed; Swept says what it did.
 // A file that cannot be read, is corrupt, is not a state file, or could
 // have been written by another user is ignored for the sweep (the reason
-// is logged) and replaced.
+// is logged) and replaced. A file this package wrote before the current
+// format (version 1) is read and swept all the same.
 //
 // It fails with ErrRegistryInUse when the file belongs to a host that is
 // still running (another process, or another open Registry of this one),
@@ -197,12 +196,12 @@ func WithSweepGrace(d time.Duration) RegistryOption {
 // its own groups only, so a later sweep can miss the groups of one of
 // them, but never signals those of a host that runs.
 func OpenRegistry(path string, opts ...RegistryOption) (*Registry, error) {
-	o := registryOptions{logger: slog.Default(), grace: DefaultSweepGrace}
+	o := registryOptions{logger: slog.New(slog.DiscardHandler), grace: DefaultSweepGrace}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if path == "" {
-		return nil, errors.New("mcpfleet: stdio: state file: path is empty")
+		return nil, errors.New("stdio: state file: path is empty")
 	}
 	r := &Registry{path: path, logger: o.logger, groups: map[int]*registered{}}
 	r.owner.PID = os.Getpid()
@@ -218,14 +217,14 @@ func OpenRegistry(path string, opts ...RegistryOption) (*Registry, error) {
 		return nil, fmt.Errorf("%w: %s (pid %d)", ErrRegistryInUse, path, prev.Owner.PID)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("mcpfleet: stdio: state file %s: %w", path, err)
+		return nil, fmt.Errorf("stdio: state file %s: %w", path, err)
 	}
 	// Take the file over before the sweep, keeping the predecessor's groups
 	// in it until they are dealt with, so that a host that dies in the
 	// middle of the sweep loses none of them, and so that another host
 	// opening the file meanwhile finds it in use.
 	r.inherited = prev.Groups
-	if err := r.write(); err != nil {
+	if err := r.rewrite(); err != nil {
 		return nil, err
 	}
 	r.swept, r.inherited = sweep(prev.Groups, o.grace, r.logger)
@@ -233,7 +232,10 @@ func OpenRegistry(path string, opts ...RegistryOption) (*Registry, error) {
 		r.logger.Info("mcpfleet: stdio: swept the process groups a previous host left", "path", path,
 			"listed", r.swept.Listed, "killed", r.swept.Killed, "failed", r.swept.Failed)
 	}
-	if err := r.write(); err != nil {
+	if err := r.rewrite(); err != nil {
+		r.mu.Lock()
+		r.closeFileLocked()
+		r.mu.Unlock()
 		return nil, err
 	}
 	return r, nil
@@ -261,7 +263,10 @@ func (r *Registry) Close() error {
 		r.logger.Warn("mcpfleet: stdio: state file closed while process groups still run; the next host to open it ends them",
 			"path", r.path, "groups", n)
 	}
-	return r.writeLocked()
+	// Rewritten without an owner, or removed if it lists nothing.
+	err := r.rewriteLocked()
+	r.closeFileLocked()
+	return err
 }
 
 // add records the group pgid led by pid, started from command. It returns
@@ -281,14 +286,19 @@ func (r *Registry) add(pid, pgid int, command string) *registered {
 		r.logger.Log(context.Background(), level, "mcpfleet: stdio: process group not recorded in the state file", "pid", pid, "error", err)
 		return nil
 	}
-	e := &registered{rec: groupRecord{PID: pid, PGID: pgid, Start: st.start, Command: baseName(command)}}
+	return r.record(groupRecord{PID: pid, PGID: pgid, Start: st.start, Command: baseName(command)})
+}
+
+// record adds the group g, whose start time add read.
+func (r *Registry) record(g groupRecord) *registered {
+	e := &registered{rec: g}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil
 	}
-	r.groups[pid] = e
-	r.logWriteLocked(r.writeLocked())
+	r.groups[g.PID] = e
+	r.logWriteLocked(r.appendLocked(addRecord(g)))
 	return e
 }
 
@@ -303,7 +313,7 @@ func (r *Registry) remove(e *registered) {
 		return
 	}
 	delete(r.groups, e.rec.PID)
-	r.logWriteLocked(r.writeLocked())
+	r.logWriteLocked(r.appendLocked(delRecord(e.rec)))
 }
 
 // logWriteLocked logs the first of a run of failed writes. A Conn does not
@@ -319,55 +329,11 @@ func (r *Registry) logWriteLocked(err error) {
 	}
 }
 
-func (r *Registry) write() error {
+// rewrite is rewriteLocked (registry_file.go) under the lock.
+func (r *Registry) rewrite() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.writeLocked()
-}
-
-// writeLocked replaces the file with the current entries, atomically: a
-// reader (the next host) sees the old content or the new, never a part.
-// It does not fsync: the file must survive the host, not the machine, and
-// a reboot ends every process it could name.
-func (r *Registry) writeLocked() error {
-	sf := stateFile{Format: registryFormat, Version: registryVersion, Groups: []groupRecord{}}
-	if !r.closed {
-		owner := r.owner
-		sf.Owner = &owner
-	}
-	for _, e := range r.groups {
-		sf.Groups = append(sf.Groups, e.rec)
-	}
-	slices.SortFunc(sf.Groups, func(a, b groupRecord) int { return a.PID - b.PID })
-	sf.Groups = append(sf.Groups, r.inherited...)
-	if r.closed && len(sf.Groups) == 0 {
-		if err := os.Remove(r.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("mcpfleet: stdio: state file: %w", err)
-		}
-		return nil
-	}
-	b, err := json.MarshalIndent(sf, "", "\t")
-	if err != nil {
-		return fmt.Errorf("mcpfleet: stdio: state file %s: %w", r.path, err)
-	}
-	b = append(b, '\n')
-	// CreateTemp makes the file with mode 0600, and the rename keeps it.
-	tmp, err := os.CreateTemp(filepath.Dir(r.path), "."+filepath.Base(r.path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("mcpfleet: stdio: state file: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), r.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("mcpfleet: stdio: state file: %w", err)
-	}
-	return nil
+	return r.rewriteLocked()
 }
 
 // load reads the file a previous host left. Anything that is not a state
@@ -377,7 +343,9 @@ func (r *Registry) load() stateFile {
 		r.logger.Warn("mcpfleet: stdio: state file ignored: "+reason+"; it will be replaced", append([]any{"path", r.path}, args...)...)
 		return stateFile{}
 	}
-	f, err := os.Open(r.path)
+	// Not through a symbolic link (Unix): the file is ours, not what a
+	// link in its place points at.
+	f, err := os.OpenFile(r.path, os.O_RDONLY|openNoFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return stateFile{}
 	}
@@ -393,35 +361,33 @@ func (r *Registry) load() stateFile {
 		// Whoever can write the file can choose what the sweep signals.
 		return ignore(why)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxRegistrySize+1))
-	switch {
-	case err != nil:
-		return ignore("cannot be read", "error", err)
-	case len(b) > maxRegistrySize:
+	if !fi.Mode().IsRegular() {
+		return ignore("not a regular file")
+	}
+	if fi.Size() > maxRegistrySize {
 		return ignore("larger than a state file can be", "limit", maxRegistrySize)
-	case len(bytes.TrimSpace(b)) == 0:
-		return stateFile{}
 	}
-	var sf stateFile
-	if err := json.Unmarshal(b, &sf); err != nil {
-		return ignore("corrupt or not a state file", "error", err)
+	res, err := decodeState(f, maxRegistrySize)
+	if bad, ok := err.(*badStateFile); ok {
+		return ignore(bad.reason, bad.args...)
 	}
-	if sf.Format != registryFormat {
-		return ignore("not a state file of mcpfleet", "format", sf.Format)
+	if res.torn {
+		r.logger.Info("mcpfleet: stdio: state file: its last line was cut short (the host died, or the disk filled, while writing it); the lines before it are honoured",
+			"path", r.path)
 	}
-	if sf.Version != registryVersion {
-		return ignore("unsupported version", "version", sf.Version)
+	if res.skipped > 0 {
+		r.logger.Warn("mcpfleet: stdio: state file: lines that could not be read were passed over", "path", r.path, "lines", res.skipped)
 	}
-	valid := sf.Groups[:0]
-	for _, g := range sf.Groups {
+	valid := res.Groups[:0]
+	for _, g := range res.Groups {
 		if g.PID <= 1 || g.PGID <= 1 {
 			r.logger.Warn("mcpfleet: stdio: state file entry ignored: not a process group", "path", r.path, "pid", g.PID, "pgid", g.PGID)
 			continue
 		}
 		valid = append(valid, g)
 	}
-	sf.Groups = valid
-	return sf
+	res.Groups = valid
+	return res.stateFile
 }
 
 // running reports whether p names a process that runs now (and so a host

@@ -4,8 +4,8 @@ package stdio
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -112,14 +112,11 @@ func deadHost(t *testing.T) *processRecord {
 	return &processRecord{PID: cmd.Process.Pid, Start: st.start}
 }
 
-// writeState writes a state file as a host of this version writes it.
-func writeState(t *testing.T, path string, owner *processRecord, groups ...groupRecord) {
+// writeState writes a state file as a host of the given version writes
+// it: the log of this one (2), or the whole document of the one before (1).
+func writeState(t *testing.T, path string, version int, owner *processRecord, groups ...groupRecord) {
 	t.Helper()
-	b, err := json.Marshal(stateFile{Format: registryFormat, Version: registryVersion, Owner: owner, Groups: groups})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := os.WriteFile(path, encodeState(t, version, owner, groups...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -129,8 +126,15 @@ func writeState(t *testing.T, path string, owner *processRecord, groups ...group
 // recorded ones, with SIGTERM, and SIGKILL for one that ignores SIGTERM,
 // grandchildren included; it leaves alone a live process whose pid matches
 // but whose start time does not (a reused pid), and an entry whose process
-// is gone.
+// is gone. The same for a file of this version (a log) and of the one
+// before (one document), which a host upgraded across a crash finds.
 func TestRegistrySweep(t *testing.T) {
+	for _, version := range []int{registryVersion, registryVersionWhole} {
+		t.Run(fmt.Sprintf("version=%d", version), func(t *testing.T) { testRegistrySweep(t, version) })
+	}
+}
+
+func testRegistrySweep(t *testing.T, version int) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	// A server with a helper, and one that ignores SIGTERM (its sleep too).
 	polite := startOrphan(t, "sleep 1000 >/dev/null & echo ready; exec sleep 1000 >/dev/null")
@@ -140,7 +144,7 @@ func TestRegistrySweep(t *testing.T) {
 
 	reusedRec := reused.record(t)
 	reusedRec.Start = reusedRec.Start[:strings.LastIndexByte(reusedRec.Start, ':')+1] + "1"
-	writeState(t, path, deadHost(t),
+	writeState(t, path, version, deadHost(t),
 		polite.record(t), stubborn.record(t), reusedRec,
 		groupRecord{PID: gone.PID, PGID: gone.PID, Start: gone.Start, Command: "sleep"})
 
@@ -180,7 +184,7 @@ func TestRegistrySweep(t *testing.T) {
 		}
 	}
 	// Taken over: this host owns it now, and nothing is left to sweep.
-	if sf := readState(t, path); sf.Owner == nil || sf.Owner.PID != os.Getpid() || len(sf.Groups) != 0 {
+	if sf := readState(t, path); sf.Version != registryVersion || sf.Owner == nil || sf.Owner.PID != os.Getpid() || len(sf.Groups) != 0 {
 		t.Errorf("state file after the sweep: %+v", sf)
 	}
 }

@@ -1,8 +1,8 @@
 package stdio
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,18 +60,19 @@ func (l *logRecorder) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-// readState reads the state file as the next host would.
+// readState reads the state file as the next host would, and fails the
+// test unless every line of it could be read.
 func readState(t *testing.T, path string) stateFile {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sf stateFile
-	if err := json.Unmarshal(b, &sf); err != nil {
-		t.Fatalf("state file: %v\n%s", err, b)
+	res, err := decodeState(bytes.NewReader(b), maxRegistrySize)
+	if err != nil || res.torn || res.skipped > 0 {
+		t.Fatalf("state file: %v (torn %v, %d lines skipped)\n%s", err, res.torn, res.skipped, b)
 	}
-	return sf
+	return res.stateFile
 }
 
 // TestRegistryIgnoresBadFiles: a state file that is corrupt, someone
@@ -92,7 +93,7 @@ func TestRegistryIgnoresBadFiles(t *testing.T) {
 		{"foreign", `{"format":"someone-else","version":1,` + entry + `}`, 0o600, "not a state file of mcpfleet"},
 		{"no format", `{"version":1,` + entry + `}`, 0o600, "not a state file of mcpfleet"},
 		{"future version", `{"format":"mcpfleet/stdio-registry","version":99,` + entry + `}`, 0o600, "unsupported version"},
-		{"too large", `{"format":"mcpfleet/stdio-registry","version":1,"pad":"` + strings.Repeat("x", maxRegistrySize) + `"}`, 0o600, "larger than a state file"},
+		{"too large", "", 0o600, "larger than a state file"}, // made sparse below
 		{"writable by others", `{"format":"mcpfleet/stdio-registry","version":1,` + entry + `}`, 0o666, "writable by other users"},
 	}
 	for _, tt := range tests {
@@ -103,6 +104,11 @@ func TestRegistryIgnoresBadFiles(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.json")
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if tt.content == "" {
+				if err := os.Truncate(path, maxRegistrySize+1); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := os.Chmod(path, tt.perm); err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ package stdio
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -27,3 +28,19 @@ func untrusted(fs.FileInfo) string { return "" }
 
 // runningGroups reports nothing running: nothing is ever signalled here.
 func runningGroups([]groupRecord) map[int]bool { return map[int]bool{} }
+
+// openNoFollow: Windows has no O_NOFOLLOW; the host's choice of directory
+// and its ACLs protect the file.
+const openNoFollow = 0
+
+// install closes tmp, renames it over path (Windows renames no file that
+// is open) and opens the result again for appending.
+func install(tmp *os.File, path string) (*os.File, error) {
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+}

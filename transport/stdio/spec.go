@@ -35,29 +35,29 @@ type Spec struct {
 // Validate reports a Spec that can never start, naming the field.
 func (s Spec) Validate() error {
 	if s.Command == "" {
-		return errors.New("mcpfleet: stdio: spec: command is empty")
+		return errors.New("stdio: spec: command is empty")
 	}
 	if strings.IndexByte(s.Command, 0) >= 0 {
-		return errors.New("mcpfleet: stdio: spec: command contains a NUL byte")
+		return errors.New("stdio: spec: command contains a NUL byte")
 	}
 	for i, a := range s.Args {
 		if strings.IndexByte(a, 0) >= 0 {
-			return fmt.Errorf("mcpfleet: stdio: spec: args[%d] contains a NUL byte", i)
+			return fmt.Errorf("stdio: spec: args[%d] contains a NUL byte", i)
 		}
 	}
 	for k, v := range s.Env {
 		switch {
 		case k == "":
-			return errors.New("mcpfleet: stdio: spec: env has an empty name")
+			return errors.New("stdio: spec: env has an empty name")
 		case strings.ContainsAny(k, "=\x00"):
-			return fmt.Errorf("mcpfleet: stdio: spec: env name %q contains '=' or a NUL byte", k)
+			return fmt.Errorf("stdio: spec: env name %q contains '=' or a NUL byte", k)
 		case strings.IndexByte(v, 0) >= 0:
 			// The value is not printed: it may be a secret.
-			return fmt.Errorf("mcpfleet: stdio: spec: env %s: value contains a NUL byte", k)
+			return fmt.Errorf("stdio: spec: env %s: value contains a NUL byte", k)
 		}
 	}
 	if strings.IndexByte(s.Dir, 0) >= 0 {
-		return errors.New("mcpfleet: stdio: spec: dir contains a NUL byte")
+		return errors.New("stdio: spec: dir contains a NUL byte")
 	}
 	return nil
 }

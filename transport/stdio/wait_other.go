@@ -8,5 +8,5 @@ import "errors"
 // watcher reaps first and skips killing the orphaned group, since the group
 // id could already name someone else's processes.
 func waitExitedNoReap(int) error {
-	return errors.New("mcpfleet: stdio: waitid WNOWAIT not supported")
+	return errors.New("stdio: waitid WNOWAIT not supported")
 }

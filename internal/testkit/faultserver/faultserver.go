@@ -64,6 +64,9 @@ const (
 	ModeBannerHang = "banner-hang"
 	// ModeIgnoreSIGTERM ignores SIGTERM and stdin EOF: only SIGKILL ends it.
 	ModeIgnoreSIGTERM = "ignore-sigterm"
+	// ModeIgnoreEOF serves correctly but keeps running after stdin EOF, as
+	// servers that never look for it do; SIGTERM ends it.
+	ModeIgnoreEOF = "ignore-eof"
 	// ModeGrandchild starts a sleeping grandchild (this binary again) that
 	// shares its stdout and stderr, reports the grandchild's pid on stderr
 	// and through the extra tool "grandchild", and serves correctly.
@@ -171,6 +174,8 @@ func run(mode string) int {
 		fmt.Fprint(os.Stdout, "\x00\xffnot json at all\n{\"hello\":\"world\"}\n{\"jsonrpc\":\"2.0\",\"id\":987654,\"result\":{}}\n")
 	case ModeIgnoreSIGTERM:
 		signal.Ignore(syscall.SIGTERM)
+		keepAfterEOF = true
+	case ModeIgnoreEOF:
 		keepAfterEOF = true
 	case modeSleeper:
 		sleepForever()

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,18 @@ type Options struct {
 	// Clients are pre-registered confidential clients: id → secret. Their
 	// redirect URI is oauth.Config's default.
 	Clients map[string]string
+	// Metadata, if set, edits the authorization server metadata before it
+	// is served (to leave out code_challenge_methods_supported, say).
+	Metadata func(meta map[string]any)
+}
+
+// TokenRequest is one request that reached the token endpoint, as it
+// came: the form, and the client credentials of a Basic header.
+type TokenRequest struct {
+	Grant       string
+	Form        url.Values
+	BasicID     string
+	BasicSecret string
 }
 
 // Server is the MCP server and its authorization server.
@@ -62,6 +75,11 @@ type Server struct {
 	authorizations atomic.Int64
 	grants         sync.Map // grant type → *atomic.Int64
 	registrations  atomic.Int64
+	asRequests     atomic.Int64 // every request to the authorization server's paths
+
+	recMu         sync.Mutex // guards the fields below
+	tokenRequests []TokenRequest
+	authServers   []string // the protected resource metadata's; nil: the Issuer
 
 	mu     sync.Mutex // guards the running incarnation
 	srv    *http.Server
@@ -73,6 +91,16 @@ type Server struct {
 // the test ends.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	s, err := Listen(opts)
+	if err != nil {
+		t.Fatalf("oauthtest: start: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Listen starts the servers on a free port of 127.0.0.1; Stop stops them.
+func Listen(opts Options) (*Server, error) {
 	if opts.AccessTokenExp <= 0 {
 		opts.AccessTokenExp = time.Hour
 	}
@@ -108,10 +136,9 @@ func Start(t testing.TB, opts Options) *Server {
 		return "user", nil
 	})
 	if err := s.start("127.0.0.1:0"); err != nil {
-		t.Fatalf("oauthtest: start: %v", err)
+		return nil, err
 	}
-	t.Cleanup(s.Stop)
-	return s
+	return s, nil
 }
 
 // URL is the MCP endpoint.
@@ -134,6 +161,27 @@ func (s *Server) Grants(grant string) int64 {
 
 // Registrations counts dynamic client registrations.
 func (s *Server) Registrations() int64 { return s.registrations.Load() }
+
+// AuthServerRequests counts every request to the authorization server's
+// paths (metadata, registration, authorization, token).
+func (s *Server) AuthServerRequests() int64 { return s.asRequests.Load() }
+
+// TokenRequests returns every request the token endpoint got, in order.
+func (s *Server) TokenRequests() []TokenRequest {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	return append([]TokenRequest(nil), s.tokenRequests...)
+}
+
+// SetAuthorizationServers makes the protected resource metadata name
+// these authorization servers (none: the server's own again), as an MCP
+// server that changed its authorization server, or a compromised one,
+// would.
+func (s *Server) SetAuthorizationServers(issuers ...string) {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	s.authServers = append([]string(nil), issuers...)
+}
 
 // ExpireAccessTokens makes every access token issued so far invalid, as if
 // they had expired, while the client still thinks them good.
@@ -203,17 +251,19 @@ func (s *Server) start(addr string) error {
 	httpserver.AddMCPGoTools(mcps)
 	streamable := mcpserver.NewStreamableHTTPServer(mcps)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.asMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.counted(s.asMetadata))
+	mux.HandleFunc("GET /.well-known/openid-configuration", s.counted(http.NotFound))
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.prMetadata)
-	mux.HandleFunc("POST /register", s.register)
+	mux.HandleFunc("POST /register", s.counted(s.register))
 	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		s.asRequests.Add(1)
 		if err := s.oauth.HandleAuthorizeRequest(w, r); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		s.authorizations.Add(1)
 	})
-	mux.HandleFunc("POST /token", s.token)
+	mux.HandleFunc("POST /token", s.counted(s.token))
 	mux.Handle("/mcp", s.bearer(streamable))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
@@ -233,8 +283,16 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// counted counts the requests to an authorization server path.
+func (s *Server) counted(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.asRequests.Add(1)
+		h(w, r)
+	}
+}
+
 func (s *Server) asMetadata(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
+	meta := map[string]any{
 		"issuer":                                s.Issuer(),
 		"authorization_endpoint":                s.Issuer() + "/authorize",
 		"token_endpoint":                        s.Issuer() + "/token",
@@ -244,13 +302,23 @@ func (s *Server) asMetadata(w http.ResponseWriter, _ *http.Request) {
 		"code_challenge_methods_supported":      []string{"S256"},
 		"token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic", "client_secret_post"},
 		"scopes_supported":                      []string{Scope, "offline_access"},
-	})
+	}
+	if s.opts.Metadata != nil {
+		s.opts.Metadata(meta)
+	}
+	writeJSON(w, http.StatusOK, meta)
 }
 
 func (s *Server) prMetadata(w http.ResponseWriter, _ *http.Request) {
+	s.recMu.Lock()
+	servers := s.authServers
+	s.recMu.Unlock()
+	if len(servers) == 0 {
+		servers = []string{s.Issuer()}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"resource":              s.URL(),
-		"authorization_servers": []string{s.Issuer()},
+		"authorization_servers": servers,
 		"scopes_supported":      []string{Scope},
 	})
 }
@@ -277,11 +345,24 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	grant := r.FormValue("grant_type")
+	tr := TokenRequest{Grant: grant, Form: cloneValues(r.PostForm)}
+	tr.BasicID, tr.BasicSecret, _ = r.BasicAuth()
+	s.recMu.Lock()
+	s.tokenRequests = append(s.tokenRequests, tr)
+	s.recMu.Unlock()
 	_ = s.oauth.HandleTokenRequest(rec, r)
 	if rec.code == http.StatusOK {
 		v, _ := s.grants.LoadOrStore(grant, new(atomic.Int64))
 		v.(*atomic.Int64).Add(1)
 	}
+}
+
+func cloneValues(v url.Values) url.Values {
+	c := make(url.Values, len(v))
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
 }
 
 type statusRecorder struct {

@@ -11,6 +11,7 @@ package proctest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -331,8 +332,17 @@ func LimitOpenFiles(free int) (restore func() error, err error) {
 // process (a resource limit) and so must not run beside others.
 func Subprocess(t *testing.T, env string) bool {
 	t.Helper()
+	child, _ := SubprocessStderr(t, env)
+	return child
+}
+
+// SubprocessStderr is Subprocess that also returns, in the calling
+// process, what the run wrote to its stderr, apart from its stdout (where
+// the test's own output goes): for tests of what a process writes there.
+func SubprocessStderr(t *testing.T, env string) (child bool, stderr []byte) {
+	t.Helper()
 	if os.Getenv(env) == t.Name() {
-		return true
+		return true, nil
 	}
 	parts := strings.Split(t.Name(), "/")
 	for i, p := range parts {
@@ -345,15 +355,20 @@ func Subprocess(t *testing.T, env string) bool {
 	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.count=1", "-test.v",
 		"-test.timeout="+timeout.String())
 	cmd.Env = append(os.Environ(), env+"="+t.Name())
-	out, err := cmd.CombinedOutput()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
 	t.Logf("%s in a process of its own:\n%s", t.Name(), out)
+	if errb.Len() > 0 {
+		t.Logf("and on its stderr:\n%s", errb.Bytes())
+	}
 	if err != nil {
 		t.Fatalf("%s in a process of its own: %v", t.Name(), err)
 	}
 	if !strings.Contains(string(out), "--- PASS: "+t.Name()+" ") {
 		t.Fatalf("%s in a process of its own: did not run", t.Name())
 	}
-	return false
+	return false, errb.Bytes()
 }
 
 // StartHost starts this test binary again, running no test, with env added

@@ -35,6 +35,8 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/llm"
+	"github.com/mcpfleet/mcpfleet/toolsearch"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
@@ -48,6 +50,8 @@ var (
 	_ = time.Second
 	_ = mcp.NewTool
 	_ = lifecycle.Connected
+	_ = llm.Explain
+	_ toolsearch.Query
 	_ mcphttp.Spec
 	_ oauth.Config
 	_ stdio.Spec

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +17,9 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/mcpfleet/mcpfleet/internal/netguard"
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
 const (
@@ -48,9 +51,11 @@ type Authorizer struct {
 	cfg      Config
 	key      string
 	resource string // the server URL
+	origin   string // the server URL's: the only one its token goes to
 	store    TokenStore
-	hc       *http.Client
-	log      *slog.Logger
+	hc       *http.Client // to authorization servers: guarded (see guard)
+	guard    *guard
+	log      *slog.Logger // redacts URLs
 	now      func() time.Time
 	signer   *signer // private_key_jwt; nil otherwise
 
@@ -90,8 +95,13 @@ func WithStore(s TokenStore) Option {
 }
 
 // WithHTTPClient sets the client for requests to the authorization server
-// (not to the MCP server). Defaults to one with DefaultRequestTimeout that
-// keeps no idle connections.
+// (not to the MCP server). Its redirects are followed only within the
+// origin of the request, whatever its own CheckRedirect says, and every URL
+// discovery leads to is checked as for the default client; but its dialer
+// is its own: the default client's also refuses connections that resolve
+// to the host's own machine or network for a server that is not there (see
+// ErrEndpointRefused). Defaults to one with DefaultRequestTimeout that keeps
+// no idle connections.
 func WithHTTPClient(c *http.Client) Option {
 	return func(a *Authorizer) {
 		if c != nil {
@@ -100,7 +110,8 @@ func WithHTTPClient(c *http.Client) Option {
 	}
 }
 
-// WithLogger sets the logger. Defaults to slog.Default(); nil discards.
+// WithLogger sets the logger. Defaults to discarding (the package writes
+// nothing to the host's stdout or stderr by itself); nil discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(a *Authorizer) {
 		if l == nil {
@@ -126,36 +137,32 @@ func New(serverURL, key string, cfg Config, opts ...Option) (*Authorizer, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	u, err := url.Parse(serverURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("oauth: server URL %q is not an absolute URL", redact.URL(serverURL))
+	}
 	a := &Authorizer{
 		cfg:      cfg,
 		key:      key,
 		resource: serverURL,
+		origin:   netguard.Origin(u),
 		store:    NewMemoryStore(),
-		log:      slog.Default(),
+		log:      slog.New(slog.DiscardHandler),
 		now:      time.Now,
 		stepUps:  map[string]int{},
+		guard:    newGuard(serverURL, cfg.Issuer, cfg.IdPTokenEndpoint),
 	}
 	for _, o := range opts {
 		if o != nil {
 			o(a)
 		}
 	}
-	if a.hc == nil {
-		a.hc = &http.Client{
-			Timeout: DefaultRequestTimeout,
-			// OAuth requests are few: no idle connection (and no goroutine
-			// of one) outlives them.
-			Transport: &http.Transport{
-				Proxy:             http.ProxyFromEnvironment,
-				DialContext:       (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-				DisableKeepAlives: true,
-			},
-		}
-	}
+	a.log = redact.Logger(a.log, serverURL)
+	a.hc = a.guard.client(a.hc, serverURL)
 	if cfg.PrivateKey != "" {
 		s, err := parseSigner(cfg.PrivateKey, cfg.SigningAlgorithm)
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: privateKey: %w", err)
+			return nil, fmt.Errorf("oauth: privateKey: %w", err)
 		}
 		a.signer = s
 	}
@@ -210,8 +217,10 @@ func (a *Authorizer) Pending() string {
 	return a.pending.url
 }
 
-// Forget deletes the stored token and client registration and drops the
-// authorization in progress.
+// Forget deletes the stored token, client registration and remembered
+// issuer, and drops the authorization in progress. The next discovery
+// remembers the authorization server it finds: like TrustIssuer, a
+// consent to an issuer change, but to whichever the server names then.
 func (a *Authorizer) Forget(ctx context.Context) error {
 	a.mu.Lock()
 	a.loaded = true
@@ -227,7 +236,13 @@ func (a *Authorizer) Forget(ctx context.Context) error {
 // refused) req goes without one, and the server's 401 comes to Answered.
 // An error means the token could not be had for a reason the user cannot
 // fix (the authorization server is unreachable): req must not be sent.
+//
+// The token is bound to the server's origin: a request to any other
+// origin (another scheme, host or port) is left as it is.
 func (a *Authorizer) Authorize(req *http.Request) error {
+	if req.URL == nil || netguard.Origin(req.URL) != a.origin {
+		return nil
+	}
 	t, err := a.current(req.Context())
 	if err != nil {
 		return err
@@ -396,8 +411,10 @@ func (a *Authorizer) dropToken(ctx context.Context, t *Token) {
 	}
 }
 
-// saveToken makes t the current token, with the facts needed to refresh it.
-func (a *Authorizer) saveToken(ctx context.Context, t *Token, issuer, tokenEndpoint string, c *Client) {
+// saveToken makes t the current token, with the facts needed to refresh it:
+// the authorization server, its token endpoint, the client, and the
+// resource indicator the token was asked for.
+func (a *Authorizer) saveToken(ctx context.Context, t *Token, issuer, tokenEndpoint, indicator string, c *Client) {
 	a.mu.Lock()
 	a.entry.Token = t
 	if issuer != "" {
@@ -405,6 +422,9 @@ func (a *Authorizer) saveToken(ctx context.Context, t *Token, issuer, tokenEndpo
 	}
 	if tokenEndpoint != "" {
 		a.entry.TokenEndpoint = tokenEndpoint
+	}
+	if indicator != "" {
+		a.entry.Indicator = indicator
 	}
 	if c != nil {
 		a.entry.Client = c
@@ -457,8 +477,7 @@ func (a *Authorizer) refresh(ctx context.Context, old *Token) (*Token, error) {
 		}
 		rctx, cancel := a.detached(ctx)
 		defer cancel()
-		oc := a.oauth2Config(e.Client, "", e.TokenEndpoint, cur.Scopes)
-		tok, err := oc.TokenSource(rctx, &oauth2.Token{RefreshToken: cur.RefreshToken, Expiry: time.Unix(1, 0)}).Token()
+		tok, err := a.refreshRequest(rctx, e, cur)
 		if err != nil {
 			te := asTokenError("refresh", err)
 			if te.refused() {
@@ -468,7 +487,7 @@ func (a *Authorizer) refresh(ctx context.Context, old *Token) (*Token, error) {
 			return nil, te
 		}
 		nt := a.fromOAuth2(tok, cur.Scopes, cur)
-		a.saveToken(ctx, nt, "", "", nil)
+		a.saveToken(ctx, nt, "", "", "", nil)
 		a.log.Debug("mcpfleet: oauth: token refreshed", "server", a.key, "token", nt)
 		return nt, nil
 	}))
@@ -491,6 +510,11 @@ func (a *Authorizer) acquire(ctx context.Context, old *Token, scopes []string) (
 		if err != nil {
 			return nil, err
 		}
+		// The client's secret, key or ID token go to the pinned or
+		// remembered authorization server only.
+		if err := a.bindIssuer(rctx, d.asm.Issuer); err != nil {
+			return nil, err
+		}
 		if len(scopes) == 0 {
 			scopes = a.chooseScopes(d, ch.scopes)
 		}
@@ -506,7 +530,7 @@ func (a *Authorizer) acquire(ctx context.Context, old *Token, scopes []string) (
 			return nil, err
 		}
 		nt := a.fromOAuth2(tok, scopes, nil)
-		a.saveToken(ctx, nt, d.asm.Issuer, d.asm.TokenEndpoint, client)
+		a.saveToken(ctx, nt, d.asm.Issuer, d.asm.TokenEndpoint, d.resource, client)
 		return nt, nil
 	}))
 }
@@ -525,7 +549,7 @@ func (a *Authorizer) clientCredentials(ctx context.Context, d *discovery, c *Cli
 	if c.AuthMethod == "private_key_jwt" {
 		as, err := a.signer.assertion(c.ID, d.asm.Issuer, a.now())
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: client assertion: %w", err)
+			return nil, fmt.Errorf("oauth: client assertion: %w", err)
 		}
 		cc.ClientSecret = ""
 		cc.EndpointParams["client_assertion_type"] = []string{clientAssertionType}
@@ -551,7 +575,7 @@ const grantTypeJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 func (a *Authorizer) tokenExchange(ctx context.Context, d *discovery, c *Client, scopes []string) (*oauth2.Token, error) {
 	idToken, err := a.cfg.IDToken(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: ID token: %w", err)
+		return nil, fmt.Errorf("oauth: ID token: %w", err)
 	}
 	idp := &oauthex.ClientCredentials{ClientID: a.cfg.IdPClientID}
 	if a.cfg.IdPClientSecret != "" {
@@ -699,7 +723,7 @@ func asTokenError(what string, err error) *tokenError {
 	if errors.As(err, &te) {
 		return te
 	}
-	return &tokenError{what: what, err: err}
+	return &tokenError{what: what, err: redact.Error(err)}
 }
 
 // randomState returns a fresh state value.

@@ -8,6 +8,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/mcpfleet/mcpfleet/internal/netguard"
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
 // Grant is how the client obtains its tokens.
@@ -95,6 +98,16 @@ type Config struct {
 	// "mcpfleet".
 	ClientName string
 
+	// Issuer pins the server's authorization server: the issuer identifier
+	// (RFC 8414) its metadata must carry. The client then talks to no other
+	// authorization server for this server, and sends its client secret,
+	// client assertion or ID token to no other; a server whose metadata
+	// names another fails with ErrIssuerChanged. Without it the first
+	// issuer seen is remembered in the token store with the server's
+	// credentials, and a change needs the host's consent (the same error,
+	// naming both; see Authorizer.TrustIssuer): never a silent switch.
+	Issuer string
+
 	// Scopes, when set, are asked for instead of the ones discovered (the
 	// WWW-Authenticate challenge's scope, else the server's
 	// scopes_supported, else none).
@@ -133,7 +146,7 @@ func (c Config) Redirect() string {
 // Validate reports the first problem with c, naming the field.
 func (c Config) Validate() error {
 	fail := func(field, format string, args ...any) error {
-		return fmt.Errorf("mcpfleet: oauth: %s: %s", field, fmt.Sprintf(format, args...))
+		return fmt.Errorf("oauth: %s: %s", field, fmt.Sprintf(format, args...))
 	}
 	switch c.Grant {
 	case AuthorizationCode:
@@ -177,6 +190,13 @@ func (c Config) Validate() error {
 			return fail("clientMetadataUrl", "must be an https URL with a path")
 		}
 	}
+	if c.Issuer != "" {
+		u, err := url.Parse(c.Issuer)
+		if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+			!(u.Scheme == "https" || u.Scheme == "http" && netguard.IsLoopback(u.Hostname())) {
+			return fail("issuer", "must be an https URL (http only on localhost) without query or fragment")
+		}
+	}
 	if c.CallbackPort < 0 || c.CallbackPort > 65535 {
 		return fail("callbackPort", "out of range: %d", c.CallbackPort)
 	}
@@ -208,7 +228,10 @@ func (c Config) String() string {
 		b.WriteString(" privateKey=<redacted>")
 	}
 	if c.ClientMetadataURL != "" {
-		b.WriteString(" clientMetadataUrl=" + c.ClientMetadataURL)
+		b.WriteString(" clientMetadataUrl=" + redact.URL(c.ClientMetadataURL))
+	}
+	if c.Issuer != "" {
+		b.WriteString(" issuer=" + redact.URL(c.Issuer))
 	}
 	if len(c.Scopes) > 0 {
 		b.WriteString(" scopes=" + strings.Join(c.Scopes, ","))

@@ -7,10 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
 // discovery is what the client learned about a server's authorization.
@@ -21,6 +24,33 @@ type discovery struct {
 	resource string
 	prm      *oauthex.ProtectedResourceMetadata // nil on the 2025-03-26 fallback
 	asm      *oauthex.AuthServerMeta            // never nil: the fallback endpoints if none was published
+	// published is true when asm is the authorization server's own
+	// metadata, false for the default endpoints of one that published
+	// none.
+	published bool
+	// legacy is the 2025-03-26 fallback: no protected resource metadata,
+	// and no authorization server metadata either.
+	legacy bool
+}
+
+// requirePKCE refuses an authorization code flow with an authorization
+// server that does not list S256 among its code challenge methods, as the
+// MCP authorization spec (2025-11-25) asks: its metadata must say so, and
+// one that publishes none cannot. The 2025-03-26 fallback, where nothing
+// at all is published, is that revision's, which asked no such proof; the
+// client uses PKCE S256 there all the same.
+func requirePKCE(d *discovery) error {
+	switch {
+	case d.legacy:
+		return nil
+	case !d.published:
+		return fmt.Errorf("%w: the authorization server %q publishes no metadata, so its PKCE support cannot be verified",
+			ErrPKCEUnsupported, redact.URL(d.asm.Issuer))
+	case !slices.Contains(d.asm.CodeChallengeMethodsSupported, "S256"):
+		return fmt.Errorf("%w: the authorization server %q lists code_challenge_methods_supported %q",
+			ErrPKCEUnsupported, redact.URL(d.asm.Issuer), d.asm.CodeChallengeMethodsSupported)
+	}
+	return nil
 }
 
 // challenge is what a 401 or 403 answer's WWW-Authenticate said.
@@ -72,7 +102,7 @@ func parseChallenge(h http.Header) challenge {
 func (a *Authorizer) discover(ctx context.Context, ch challenge) (*discovery, error) {
 	server, err := url.Parse(a.resource)
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: server URL: %w", err)
+		return nil, fmt.Errorf("oauth: server URL: %w", redact.Error(err, a.resource))
 	}
 	origin := &url.URL{Scheme: server.Scheme, Host: server.Host}
 	var candidates []string
@@ -90,54 +120,77 @@ func (a *Authorizer) discover(ctx context.Context, ch challenge) (*discovery, er
 
 	for _, u := range candidates {
 		var prm oauthex.ProtectedResourceMetadata
-		found, err := a.getJSON(ctx, u, &prm)
+		found, err := a.getJSON(ctx, "protected resource metadata", u, &prm)
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: protected resource metadata %s: %w", u, err)
+			return nil, fmt.Errorf("oauth: protected resource metadata %s: %w", redact.URL(u), err)
 		}
 		if !found {
 			continue
 		}
 		if !resourceBinds(prm.Resource, a.resource) {
-			return nil, fmt.Errorf("%w: %s names resource %q, the server is %q", ErrResourceMismatch, u, prm.Resource, a.resource)
+			return nil, fmt.Errorf("%w: %s names resource %q, the server is %q", ErrResourceMismatch,
+				redact.URL(u), redact.URL(prm.Resource), redact.URL(a.resource))
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("mcpfleet: oauth: protected resource metadata %s names no authorization server", u)
+			return nil, fmt.Errorf("oauth: protected resource metadata %s names no authorization server", redact.URL(u))
 		}
-		issuer := prm.AuthorizationServers[0]
-		if err := checkEndpoint(issuer); err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: authorization server %q: %w", issuer, err)
+		issuer := a.chooseIssuer(ctx, prm.AuthorizationServers)
+		// Not even its metadata is asked of an authorization server the
+		// client holds no credentials for.
+		if err := a.admitIssuer(ctx, issuer); err != nil {
+			return nil, err
+		}
+		if err := a.guard.checkURL(ctx, "authorization server", issuer); err != nil {
+			return nil, err
 		}
 		asm, err := auth.GetAuthServerMetadata(ctx, issuer, a.hc)
 		if err != nil {
-			return nil, fmt.Errorf("mcpfleet: oauth: authorization server metadata: %w", err)
+			return nil, fmt.Errorf("oauth: authorization server metadata: %w", redact.Error(err))
 		}
+		d := &discovery{resource: prm.Resource, prm: &prm, asm: asm, published: asm != nil}
 		if asm == nil {
-			asm = fallbackEndpoints(strings.TrimRight(issuer, "/"))
+			d.asm = fallbackEndpoints(strings.TrimRight(issuer, "/"))
 		}
-		return &discovery{resource: prm.Resource, prm: &prm, asm: asm}, nil
+		if err := a.checkEndpoints(ctx, d.asm); err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 
 	// 2025-03-26: the server's origin is its authorization server. Its
 	// metadata is taken as published: that revision did not ask the issuer
 	// to match, and servers of that time do not always.
 	var asm oauthex.AuthServerMeta
-	found, err := a.getJSON(ctx, origin.String()+"/.well-known/oauth-authorization-server", &asm)
+	found, err := a.getJSON(ctx, "authorization server metadata", origin.String()+"/.well-known/oauth-authorization-server", &asm)
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: authorization server metadata: %w", err)
+		return nil, fmt.Errorf("oauth: authorization server metadata: %w", err)
 	}
-	d := &discovery{resource: a.resource, asm: fallbackEndpoints(origin.String())}
+	d := &discovery{resource: a.resource, asm: fallbackEndpoints(origin.String()), legacy: !found, published: found}
 	if found {
-		for _, e := range []string{asm.AuthorizationEndpoint, asm.TokenEndpoint, asm.RegistrationEndpoint} {
-			if err := checkEndpoint(e); err != nil {
-				return nil, fmt.Errorf("mcpfleet: oauth: authorization server metadata: %w", err)
-			}
-		}
 		if asm.Issuer == "" {
 			asm.Issuer = origin.String()
 		}
 		d.asm = &asm
 	}
+	if err := a.checkEndpoints(ctx, d.asm); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// checkEndpoints refuses metadata whose endpoints the client would use (or
+// send the user to) lead somewhere discovery must not go (guard.checkURL).
+func (a *Authorizer) checkEndpoints(ctx context.Context, asm *oauthex.AuthServerMeta) error {
+	for _, e := range []struct{ what, url string }{
+		{"authorization endpoint", asm.AuthorizationEndpoint},
+		{"token endpoint", asm.TokenEndpoint},
+		{"registration endpoint", asm.RegistrationEndpoint},
+	} {
+		if err := a.guard.checkURL(ctx, "the authorization server metadata's "+e.what, e.url); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fallbackEndpoints are the 2025-03-26 default endpoints of an
@@ -151,10 +204,10 @@ func fallbackEndpoints(base string) *oauthex.AuthServerMeta {
 	}
 }
 
-// getJSON fetches a metadata document into v. It reports false, and no
-// error, when the server has none there (any 4xx).
-func (a *Authorizer) getJSON(ctx context.Context, u string, v any) (bool, error) {
-	if err := checkEndpoint(u); err != nil {
+// getJSON fetches a metadata document (what says which) into v. It reports
+// false, and no error, when the server has none there (any 4xx).
+func (a *Authorizer) getJSON(ctx context.Context, what, u string, v any) (bool, error) {
+	if err := a.guard.checkURL(ctx, what, u); err != nil {
 		return false, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -164,7 +217,7 @@ func (a *Authorizer) getJSON(ctx context.Context, u string, v any) (bool, error)
 	req.Header.Set("Accept", "application/json")
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return false, err
+		return false, redact.Error(err, u)
 	}
 	defer resp.Body.Close()
 	defer io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
@@ -178,36 +231,6 @@ func (a *Authorizer) getJSON(ctx context.Context, u string, v any) (bool, error)
 		return false, fmt.Errorf("decode: %w", err)
 	}
 	return true, nil
-}
-
-// checkEndpoint refuses a URL that is not https (or http on a loopback
-// host, for development) and anything like javascript:.
-func checkEndpoint(raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return err
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return nil
-	case "http":
-		if isLoopback(u.Hostname()) {
-			return nil
-		}
-		return fmt.Errorf("%q is not https", raw)
-	}
-	return fmt.Errorf("%q has scheme %q", raw, u.Scheme)
-}
-
-func isLoopback(host string) bool {
-	switch host {
-	case "localhost", "127.0.0.1", "::1":
-		return true
-	}
-	return strings.HasPrefix(host, "127.")
 }
 
 // resourceBinds reports whether resource, from protected resource metadata,

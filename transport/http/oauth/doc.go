@@ -24,7 +24,9 @@
 //	                                      revision did not have; /authorize, /token, /register)
 //	dynamic client registration (7591)    official Go SDK, oauthex.RegisterClient
 //	PKCE S256, authorization URL,         golang.org/x/oauth2 (GenerateVerifier,
-//	code exchange, refresh                S256ChallengeOption, Config.Exchange, TokenSource)
+//	code exchange                         S256ChallengeOption, Config.Exchange)
+//	refresh                               here: x/oauth2's TokenSource cannot send the resource
+//	                                      indicator (RFC 8707), which a refresh must carry
 //	client credentials                    golang.org/x/oauth2/clientcredentials
 //	private_key_jwt (7523)                here, signed with golang.org/x/oauth2/jws and crypto/ecdsa
 //	                                      (x/oauth2 signs RS256 only)
@@ -38,8 +40,38 @@
 //	                                      step is the host's, through Start and Complete)
 //	token stores, loopback listener,      here
 //	pasted redirects
+//	the discovery guard                   here, after the official SDK's private-address guard,
+//	                                      which its discovery client drops for a client with a
+//	                                      dialer of its own (see below)
+//
+// What keeps credentials at home:
+//
+//   - The token goes only to the server's origin (Authorize leaves a
+//     request elsewhere alone), and transport/http follows no redirect to
+//     another origin.
+//   - Discovery goes where the server points only within limits: https
+//     (plain http only on localhost, for a server on localhost), redirects
+//     within the origin, and no loopback or private address unless the host
+//     configured something there (the server, the pinned issuer, the
+//     identity provider); every URL is checked, and the default client also
+//     checks every connection's resolved address. Violations wrap
+//     ErrEndpointRefused.
+//   - The client's credentials (secret, private key assertion, ID token,
+//     a registration, the user) go only to the authorization server pinned
+//     in Config.Issuer or, without a pin, the first one seen, remembered in
+//     the token store before anything is sent; the server naming another is
+//     refused with ErrIssuerChanged until the host consents (a pin,
+//     TrustIssuer, or Forget).
+//   - An authorization starts only with an authorization server whose
+//     metadata lists PKCE S256 (ErrPKCEUnsupported), but for the 2025-03-26
+//     fallback that publishes nothing.
+//   - A redirect's state is checked before anything else in it.
+//   - FileStore refuses a file that another user owns or others can write
+//     (ErrUntrustedStore).
 //
 // Nothing here logs or puts in an error a client secret, a private key, a
-// token, an authorization code or a PKCE verifier; the types that hold them
-// (Config, Token, Client, Entry, Redirect) print redacted.
+// token, an authorization code, a PKCE verifier, or a URL's userinfo or
+// query values; the types that hold them (Config, Token, Client, Entry,
+// Redirect) print redacted. SECURITY.md at the repository's root says what
+// goes where for the whole module.
 package oauth

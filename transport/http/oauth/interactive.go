@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
 // Start returns the URL where the user authorizes the client: the one of
@@ -49,6 +51,14 @@ func (a *Authorizer) prepare(ctx context.Context, challenged []string, stepUp bo
 	defer cancel()
 	d, err := a.discover(dctx, ch)
 	if err != nil {
+		return "", err
+	}
+	if err := requirePKCE(d); err != nil {
+		return "", err
+	}
+	// No registration, no client id, no user goes to an authorization
+	// server the client does not hold credentials for.
+	if err := a.bindIssuer(dctx, d.asm.Issuer); err != nil {
 		return "", err
 	}
 	c, err := a.clientFor(dctx, d)
@@ -104,7 +114,7 @@ func (a *Authorizer) clientFor(ctx context.Context, d *discovery) (*Client, erro
 	}
 	a.mu.Unlock()
 	if d.asm.RegistrationEndpoint == "" {
-		return nil, fmt.Errorf("mcpfleet: oauth: %w", errNoClient)
+		return nil, fmt.Errorf("oauth: %w", errNoClient)
 	}
 	meta := &oauthex.ClientRegistrationMetadata{
 		RedirectURIs:  []string{a.cfg.Redirect()},
@@ -120,7 +130,7 @@ func (a *Authorizer) clientFor(ctx context.Context, d *discovery) (*Client, erro
 	}
 	reg, err := oauthex.RegisterClient(ctx, d.asm.RegistrationEndpoint, meta, a.hc)
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: dynamic client registration: %w", err)
+		return nil, fmt.Errorf("oauth: dynamic client registration: %w", redact.Error(err))
 	}
 	c := &Client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: reg.TokenEndpointAuthMethod,
 		Issuer: d.asm.Issuer, RedirectURI: a.cfg.Redirect(), Registered: true}
@@ -145,10 +155,11 @@ func (a *Authorizer) clientFor(ctx context.Context, d *discovery) (*Client, erro
 // Complete finishes the authorization waiting for the user with what the
 // authorization server sent back: the whole redirect URL (or its query),
 // or, pasted by hand, the code alone. A redirect must carry the state the
-// authorization was started with (ErrStateMismatch otherwise, and the
-// authorization stays open), and the issuer when the server says it sends
-// one (RFC 9207); the code is exchanged with the PKCE verifier and the
-// resource indicator. The code and the verifier appear in no error.
+// authorization was started with, checked before anything else in it
+// (ErrStateMismatch otherwise, and the authorization stays open, an error
+// the redirect carries included), and the issuer when the server says it
+// sends one (RFC 9207); the code is exchanged with the PKCE verifier and
+// the resource indicator. The code and the verifier appear in no error.
 func (a *Authorizer) Complete(ctx context.Context, redirect string) error {
 	if !a.Interactive() {
 		return fmt.Errorf("%w: %s", ErrNotInteractive, a.cfg.Grant)
@@ -163,20 +174,24 @@ func (a *Authorizer) Complete(ctx context.Context, redirect string) error {
 	if err != nil {
 		return err
 	}
+	// The state first: a redirect that is not this authorization's (any
+	// web page can send the browser to the loopback listener) ends
+	// nothing, and nothing of it, its error_description least of all,
+	// reaches an error.
+	if r.FromURL && r.State != p.state {
+		return ErrStateMismatch
+	}
 	if r.Error != "" {
 		a.mu.Lock()
-		if a.pending == p && r.State == p.state {
+		if a.pending == p {
 			a.pending = nil
 		}
 		a.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrAuthorizationDenied, r.Error)
 	}
-	if r.FromURL && r.State != p.state {
-		return ErrStateMismatch
-	}
 	if r.Iss != "" || p.issParam {
 		if r.Iss != p.issuer && !(r.Iss == "" && !p.issParam) {
-			return fmt.Errorf("mcpfleet: oauth: the redirect's issuer %q is not the authorization server %q (RFC 9207)", r.Iss, p.issuer)
+			return fmt.Errorf("oauth: the redirect's issuer %q is not the authorization server %q (RFC 9207)", r.Iss, p.issuer)
 		}
 	}
 	ectx, cancel := a.detached(ctx)
@@ -205,7 +220,7 @@ func (a *Authorizer) Complete(ctx context.Context, redirect string) error {
 	}
 	a.mu.Unlock()
 	nt := a.fromOAuth2(tok, p.scopes, nil)
-	a.saveToken(ctx, nt, p.issuer, p.oc.Endpoint.TokenURL, p.client)
+	a.saveToken(ctx, nt, p.issuer, p.oc.Endpoint.TokenURL, p.resource, p.client)
 	a.log.Info("mcpfleet: oauth: authorized", "server", a.key, "scopes", strings.Join(nt.Scopes, " "))
 	return nil
 }
@@ -239,14 +254,14 @@ func (r Redirect) Format(f fmt.State, _ rune) { fmt.Fprint(f, r.String()) }
 func ParseRedirect(s string) (Redirect, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return Redirect{}, errors.New("mcpfleet: oauth: empty redirect")
+		return Redirect{}, errors.New("oauth: empty redirect")
 	}
 	query := ""
 	switch {
 	case strings.Contains(s, "://"):
 		u, err := url.Parse(s)
 		if err != nil {
-			return Redirect{}, errors.New("mcpfleet: oauth: the redirect is not a URL")
+			return Redirect{}, errors.New("oauth: the redirect is not a URL")
 		}
 		query = u.RawQuery
 	case strings.HasPrefix(s, "?"):
@@ -258,7 +273,7 @@ func ParseRedirect(s string) (Redirect, error) {
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return Redirect{}, errors.New("mcpfleet: oauth: the redirect's query does not parse")
+		return Redirect{}, errors.New("oauth: the redirect's query does not parse")
 	}
 	r := Redirect{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss"), FromURL: true}
 	if e := q.Get("error"); e != "" {
@@ -269,7 +284,7 @@ func ParseRedirect(s string) (Redirect, error) {
 		return r, nil
 	}
 	if r.Code == "" {
-		return Redirect{}, errors.New("mcpfleet: oauth: the redirect carries no code")
+		return Redirect{}, errors.New("oauth: the redirect carries no code")
 	}
 	return r, nil
 }

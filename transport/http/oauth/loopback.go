@@ -30,7 +30,7 @@ type Loopback struct {
 func ListenLoopback(redirectURI string) (*Loopback, error) {
 	u, err := url.Parse(redirectURI)
 	if err != nil || u.Scheme != "http" || u.Port() == "" {
-		return nil, fmt.Errorf("mcpfleet: oauth: loopback: redirect URI %q is not http://127.0.0.1:<port>/...", redirectURI)
+		return nil, fmt.Errorf("oauth: loopback: redirect URI %q is not http://127.0.0.1:<port>/...", redirectURI)
 	}
 	host := u.Hostname()
 	switch host {
@@ -38,11 +38,11 @@ func ListenLoopback(redirectURI string) (*Loopback, error) {
 		host = "127.0.0.1"
 	case "127.0.0.1", "::1":
 	default:
-		return nil, fmt.Errorf("mcpfleet: oauth: loopback: redirect URI host %q is not a loopback address", u.Hostname())
+		return nil, fmt.Errorf("oauth: loopback: redirect URI host %q is not a loopback address", u.Hostname())
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, u.Port()))
 	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: oauth: loopback: %w", err)
+		return nil, fmt.Errorf("oauth: loopback: %w", err)
 	}
 	path := u.EscapedPath()
 	if path == "" {

@@ -42,11 +42,13 @@ func TestDialNeedsAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var conn *mcphttp.Conn
 	handshake := func() error {
 		c, err := mcphttp.Dial(ctx(t), mcphttp.Spec{URL: srv.URL()}, mcphttp.WithAuthorizer(a))
 		if err != nil {
 			return err
 		}
+		conn = c
 		defer c.Close(context.Background())
 		cl := mcpclient.NewClient(c.Transport())
 		if err := cl.Start(ctx(t)); err != nil {
@@ -60,7 +62,7 @@ func TestDialNeedsAuthorization(t *testing.T) {
 	if !errors.As(err, &na) || na.URL == "" || !errors.Is(err, oauth.ErrNeedsAuthorization) {
 		t.Fatalf("handshake without a token: %v, want *NeedsAuthorizationError", err)
 	}
-	if mcphttp.IsTransportFatal(err) && !mcphttp.IsNotSent(err) {
+	if conn.Fatal(err) && !conn.NotSent(err) {
 		t.Errorf("a request refused for its credentials is a transport failure: %v", err)
 	}
 	if a.Pending() != na.URL {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/filetrust"
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 )
 
 // Token is an access token with what comes with it. Its AccessToken and
@@ -90,15 +94,23 @@ type Entry struct {
 	// Resource is the server URL the token was issued for. An entry for
 	// another URL is never used.
 	Resource string `json:"resource"`
-	// Issuer and TokenEndpoint are the authorization server's.
-	Issuer        string  `json:"issuer,omitempty"`
-	TokenEndpoint string  `json:"token_endpoint,omitempty"`
-	Client        *Client `json:"client,omitempty"`
-	Token         *Token  `json:"token,omitempty"`
+	// Issuer is the authorization server the client holds credentials
+	// for, remembered the first time it was seen: the client sends its
+	// credentials to no other without the host's consent (see
+	// Config.Issuer and Authorizer.TrustIssuer). TokenEndpoint is its.
+	Issuer        string `json:"issuer,omitempty"`
+	TokenEndpoint string `json:"token_endpoint,omitempty"`
+	// Indicator is the resource indicator (RFC 8707) the token was asked
+	// for, which a refresh asks for again: the protected resource
+	// metadata's resource, or Resource. Empty in entries stored before it
+	// was kept: Resource stands in.
+	Indicator string  `json:"resource_indicator,omitempty"`
+	Client    *Client `json:"client,omitempty"`
+	Token     *Token  `json:"token,omitempty"`
 }
 
 func (e Entry) String() string {
-	return fmt.Sprintf("entry(%s issuer=%s %v %v)", e.Resource, e.Issuer, e.Client, e.Token)
+	return fmt.Sprintf("entry(%s issuer=%s %v %v)", redact.URL(e.Resource), redact.URL(e.Issuer), e.Client, e.Token)
 }
 
 // GoString is String.
@@ -180,6 +192,11 @@ func (s *MemoryStore) Delete(_ context.Context, key string) error {
 // over the old one, so a crash leaves the old file or the new one, never a
 // torn one. Several FileStores of one process on the same path are safe;
 // two processes saving at once may lose one's save (the last rename wins).
+//
+// On Unix a file that belongs to another user, or that others can write,
+// is refused (ErrUntrustedStore) and never replaced: whoever can write it
+// chooses the token the client sends and the endpoint it refreshes at. The
+// stdio state file (client.WithStateFile) is checked the same way.
 type FileStore struct {
 	path string
 	mu   sync.Mutex
@@ -195,18 +212,34 @@ type fileContent struct {
 	Servers map[string]*Entry `json:"servers"`
 }
 
+// maxStoreSize bounds what read takes from the file.
+const maxStoreSize = 16 << 20
+
 func (s *FileStore) read() (fileContent, error) {
 	var c fileContent
-	data, err := os.ReadFile(s.path)
+	f, err := os.Open(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fileContent{Servers: map[string]*Entry{}}, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return c, fmt.Errorf("oauth: token store: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return c, fmt.Errorf("oauth: token store: %w", err)
+	}
+	if why := filetrust.Untrusted(fi); why != "" {
+		return c, fmt.Errorf("%w: %s is %s; it is neither used nor replaced (it must be this user's, mode 0600)",
+			ErrUntrustedStore, s.path, why)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxStoreSize))
+	if err != nil {
+		return c, fmt.Errorf("oauth: token store: %w", err)
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
 		// The message of a JSON syntax error quotes no content.
-		return c, fmt.Errorf("mcpfleet: oauth: token store %s: %w", s.path, err)
+		return c, fmt.Errorf("oauth: token store %s: %w", s.path, err)
 	}
 	if c.Servers == nil {
 		c.Servers = map[string]*Entry{}
@@ -248,7 +281,7 @@ func (s *FileStore) update(ctx context.Context, change func(*fileContent)) error
 	change(&c)
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	return writeAtomic(s.path, data)
 }
@@ -258,11 +291,11 @@ func (s *FileStore) update(ctx context.Context, change func(*fileContent)) error
 func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -274,21 +307,21 @@ func writeAtomic(path string, data []byte) (err error) {
 	// umask and on systems where it does not.
 	if err := f.Chmod(0o600); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		f.Close()
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("mcpfleet: oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync() // not supported everywhere (Windows); the rename stands
