@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
@@ -99,10 +100,11 @@ func (e *taskEnv) count(kind EventKind, id string) int {
 	return e.rec.count(0, func(ev Event) bool { return ev.Kind == kind && ev.Task != nil && ev.Task.ID == id })
 }
 
-// tick advances the clock by d and waits for a poll of task id to end.
-func (e *taskEnv) tick(id string, d time.Duration) {
+// tick advances the clock by d and waits for a poll of task to end, or
+// for the task to end (a notification may end it first).
+func (e *taskEnv) tick(task *Task, d time.Duration) {
 	e.t.Helper()
-	e.tickOr(id, d, nil)
+	e.tickOr(task.ID(), d, task.Done())
 }
 
 // tickOr is tick, that stops waiting when stop is closed; it reports
@@ -142,18 +144,28 @@ func (e *taskEnv) tickOr(id string, d time.Duration, stop <-chan struct{}) bool 
 	}
 }
 
-// pollUntil polls task id, a tick of d at a time, until cond holds, at
-// most rounds times.
-func (e *taskEnv) pollUntil(id string, d time.Duration, rounds int, cond func() bool) {
+// pollUntil polls task, a tick of d at a time, until cond holds, at most
+// rounds times.
+func (e *taskEnv) pollUntil(task *Task, d time.Duration, rounds int, cond func() bool) {
 	e.t.Helper()
 	for range rounds {
 		if cond() {
 			return
 		}
-		e.tick(id, d)
+		e.tick(task, d)
 	}
 	if !cond() {
-		e.t.Fatalf("task %s: the condition did not hold after %d polls", id, rounds)
+		var evs []string
+		for _, ev := range e.rec.snapshot() {
+			switch {
+			case ev.Kind == EventState:
+				evs = append(evs, fmt.Sprintf("%s %s->%s %v", ev.Server, ev.From, ev.To, ev.Err))
+			case ev.Task != nil:
+				evs = append(evs, fmt.Sprintf("%s %s %v", ev.Kind, ev.Task.Status, ev.Err))
+			}
+		}
+		e.t.Fatalf("task %s: the condition did not hold after %d polls: %+v\nevents:\n%s",
+			task.ID(), rounds, task.Info(), strings.Join(evs, "\n"))
 	}
 }
 
@@ -254,12 +266,13 @@ func TestTaskSurvivesConnectionCut(t *testing.T) {
 	if n := hs.Cut(); n == 0 {
 		t.Fatal("the proxy had no connection to cut")
 	}
-	e.tick(task.ID(), DefaultTaskPollInterval) // the poll after the cut
+	e.tick(task, DefaultTaskPollInterval) // the poll after the cut
 	if st := task.Status(); st != TaskWorking {
 		t.Fatalf("after the cut: %s (%s)", st, task.Info().Message)
 	}
 	ts.Release("cut")
-	e.pollUntil(task.ID(), DefaultTaskPollInterval, 5, func() bool { return task.Status().Terminal() })
+	taskserver.Await(t, e.ctx, ts.Ended(), "the task to end")
+	e.pollUntil(task, DefaultTaskPollInterval, 5, func() bool { return task.Status().Terminal() })
 	res, err := task.Wait(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -315,9 +328,10 @@ func TestTaskSurvivesManagerRestart(t *testing.T) {
 			}
 			again := tasks[0]
 			second.add("jobs", spec) // its tasks are polled from now on
-			second.tick(again.ID(), DefaultTaskPollInterval)
+			second.tick(again, DefaultTaskPollInterval)
 			ts.Release("restart")
-			second.pollUntil(again.ID(), DefaultTaskPollInterval, 5, func() bool { return again.Status().Terminal() })
+			taskserver.Await(t, second.ctx, ts.Ended(), "the task to end")
+			second.pollUntil(again, DefaultTaskPollInterval, 5, func() bool { return again.Status().Terminal() })
 			res, err := again.Wait(second.ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -351,7 +365,8 @@ func TestTaskSurvivesDisableEnable(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.Release("toggle")
-	e.tick(task.ID(), DefaultTaskPollInterval) // a disabled server's tasks wait
+	taskserver.Await(t, e.ctx, ts.Ended(), "the task to end")
+	e.tick(task, DefaultTaskPollInterval) // a disabled server's tasks wait
 	if st := task.Status(); st != TaskWorking {
 		t.Fatalf("while disabled: %s", st)
 	}
@@ -361,7 +376,7 @@ func TestTaskSurvivesDisableEnable(t *testing.T) {
 	if err := e.m.WaitFor(e.ctx, "jobs", lifecycle.Connected); err != nil {
 		t.Fatal(err)
 	}
-	e.pollUntil(task.ID(), DefaultTaskPollInterval, 5, func() bool { return task.Status().Terminal() })
+	e.pollUntil(task, DefaultTaskPollInterval, 5, func() bool { return task.Status().Terminal() })
 	res, err := task.Wait(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -427,7 +442,7 @@ func TestTaskServerRestartLosesTask(t *testing.T) {
 	taskserver.Await(t, e.ctx, ts.Started(), "the job to start")
 	ts.Restart()
 	hs.Cut() // a restarted process drops its connections
-	e.tick(task.ID(), DefaultTaskPollInterval)
+	e.tick(task, DefaultTaskPollInterval)
 	if st := task.Status(); st != TaskLost {
 		t.Fatalf("one interval after the restart: %s", st)
 	}
@@ -465,7 +480,7 @@ func TestTaskSessionBoundIsLost(t *testing.T) {
 	if err := e.m.WaitFor(e.ctx, "jobs", lifecycle.Connected); err != nil {
 		t.Fatal(err)
 	}
-	e.tick(task.ID(), DefaultTaskPollInterval)
+	e.tick(task, DefaultTaskPollInterval)
 	if _, err := task.Wait(e.ctx); !errors.Is(err, ErrTaskLost) {
 		t.Fatalf("Wait: %v", err)
 	}
@@ -485,13 +500,41 @@ func TestTaskExpired(t *testing.T) {
 	if info := task.Info(); info.TTL != time.Millisecond {
 		t.Fatalf("ttl %v", info.TTL)
 	}
-	// The server's ttl runs on its own clock: poll until it has passed.
-	e.pollUntil(task.ID(), DefaultTaskPollInterval, 1000, func() bool { return task.Status().Terminal() })
+	// The server's ttl runs on its own clock, and it forgets the task on a
+	// goroutine of its own: wait until it says the task expired (to a
+	// session of its own, which mcp-go answers so before it checks whose
+	// the task is), then one poll loses it.
+	awaitExpired(t, e.ctx, ts, task.ID())
+	e.tick(task, DefaultTaskPollInterval)
 	_, err = task.Wait(e.ctx)
 	if !errors.Is(err, ErrTaskLost) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("Wait: %v", err)
 	}
 	ts.Release("ttl")
+}
+
+// awaitExpired waits until ts says task id expired.
+func awaitExpired(t *testing.T, ctx context.Context, ts *taskserver.Server, id string) {
+	t.Helper()
+	conn, err := ts.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(conn.Transport())
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		_, err := c.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: id}})
+		if err != nil && strings.Contains(err.Error(), "expired") {
+			return
+		}
+	}
+	t.Fatalf("the server did not expire task %s: %v", id, ctx.Err())
 }
 
 // A call that cannot be a task says why, with ErrTaskUnsupported.
@@ -777,7 +820,7 @@ func TestTaskExtension(t *testing.T) {
 	}
 	wait := func(task *Task) (*mcp.CallToolResult, error) {
 		t.Helper()
-		e.pollUntil(task.ID(), interval, 10, func() bool { return task.Status().Terminal() })
+		e.pollUntil(task, interval, 10, func() bool { return task.Status().Terminal() })
 		return task.Wait(e.ctx)
 	}
 
@@ -788,7 +831,7 @@ func TestTaskExtension(t *testing.T) {
 			t.Fatalf("info %+v", info)
 		}
 		taskserver.Await(t, e.ctx, ext.Started(), "the task")
-		e.tick(task.ID(), interval)
+		e.tick(task, interval)
 		if s := task.Status(); s != TaskWorking {
 			t.Fatalf("status %s", s)
 		}
@@ -859,7 +902,7 @@ func TestTaskExtension(t *testing.T) {
 	// new manager
 	{
 		task := start(taskserver.ExtWork, map[string]any{"job": "durable"})
-		e.tick(task.ID(), interval) // a new requestState
+		e.tick(task, interval) // a new requestState
 		if err := e.m.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -870,7 +913,7 @@ func TestTaskExtension(t *testing.T) {
 			t.Fatalf("tasks %v", tasks)
 		}
 		ext.Release("durable")
-		e2.pollUntil(task.ID(), interval, 10, func() bool { return tasks[0].Status().Terminal() })
+		e2.pollUntil(tasks[0], interval, 10, func() bool { return tasks[0].Status().Terminal() })
 		res, err := tasks[0].Wait(e2.ctx)
 		if err != nil || resultText(t, res) != "done durable" {
 			t.Fatalf("%+v %v", res, err)
@@ -880,11 +923,20 @@ func TestTaskExtension(t *testing.T) {
 		}
 		e = e2
 	}
+	// expired
+	{
+		task := start(taskserver.ExtWork, map[string]any{"job": "expired"})
+		ext.Expire(task.ID())
+		e.tick(task, interval)
+		if _, err := task.Wait(e.ctx); !errors.Is(err, ErrTaskLost) || !strings.Contains(err.Error(), "expired") {
+			t.Fatalf("Wait: %v", err)
+		}
+	}
 	// restart
 	{
 		task := start(taskserver.ExtWork, map[string]any{"job": "lost"})
 		ext.Restart()
-		e.tick(task.ID(), interval)
+		e.tick(task, interval)
 		if _, err := task.Wait(e.ctx); !errors.Is(err, ErrTaskLost) {
 			t.Fatalf("Wait: %v", err)
 		}
@@ -919,8 +971,12 @@ func TestTaskCollectedAfterApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.Release("apply")
+	taskserver.Await(t, second.ctx, ts.Ended(), "the task to end")
 	again := second.m.Tasks()[0]
-	second.pollUntil(task.ID(), DefaultTaskPollInterval, 5, func() bool { return again.Status().Terminal() })
+	if again.ID() != task.ID() {
+		t.Fatalf("the new Manager holds task %s, want %s", again.ID(), task.ID())
+	}
+	second.pollUntil(again, DefaultTaskPollInterval, 5, func() bool { return again.Status().Terminal() })
 	res, err := again.Wait(second.ctx)
 	if err != nil || resultText(t, res) != "done apply" {
 		t.Fatalf("%+v %v", res, err)

@@ -61,6 +61,7 @@ type Ext struct {
 }
 
 type extTask struct {
+	expired       bool
 	id, tool, job string
 	fail          bool
 	status        string
@@ -119,6 +120,16 @@ func (e *Ext) BadRequestStates() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.badState
+}
+
+// Expire makes the server answer for task id, from now on, that it expired
+// (the SEP's answer for a task whose ttl passed).
+func (e *Ext) Expire(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t, ok := e.tasks[id]; ok {
+		t.expired = true
+	}
 }
 
 // Restart forgets every task, as a restarted server would.
@@ -314,6 +325,9 @@ func (e *Ext) get(id, state string) (map[string]any, *mcp.JSONRPCErrorDetails) {
 	t, ok := e.tasks[id]
 	if !ok {
 		return nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: "Failed to retrieve task: Task not found"}
+	}
+	if t.expired {
+		return nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: "Failed to retrieve task: Task has expired"}
 	}
 	e.checkStateLocked(t, state)
 	return e.taskLocked(t, false), nil

@@ -67,6 +67,7 @@ type Server struct {
 	jobs      *jobs
 	started   chan string // job names, as their tools start
 	created   chan string // task ids, as tasks are created
+	ended     chan string // task ids, as tasks complete or fail
 	cancelled chan string // task ids, as tasks/cancel cancels them
 	cancels   atomic.Int64
 
@@ -116,7 +117,8 @@ func (j *jobs) gate(name string) chan struct{} {
 // its tools still running end then.
 func New() *Server {
 	s := &Server{jobs: &jobs{gates: map[string]chan struct{}{}},
-		started: make(chan string, 1024), created: make(chan string, 1024), cancelled: make(chan string, 1024)}
+		started: make(chan string, 1024), created: make(chan string, 1024), ended: make(chan string, 1024),
+		cancelled: make(chan string, 1024)}
 	s.inc = s.newIncarnation()
 	return s
 }
@@ -125,6 +127,8 @@ func (s *Server) newIncarnation() *incarnation {
 	inc := &incarnation{stop: make(chan struct{})}
 	hooks := &server.TaskHooks{}
 	hooks.AddOnTaskCreated(func(_ context.Context, m server.TaskMetrics) { send(s.created, m.TaskID) })
+	hooks.AddOnTaskCompleted(func(_ context.Context, m server.TaskMetrics) { send(s.ended, m.TaskID) })
+	hooks.AddOnTaskFailed(func(_ context.Context, m server.TaskMetrics) { send(s.ended, m.TaskID) })
 	hooks.AddOnTaskCancelled(func(_ context.Context, m server.TaskMetrics) {
 		s.cancels.Add(1)
 		send(s.cancelled, m.TaskID)
@@ -186,6 +190,11 @@ func (s *Server) Started() <-chan string { return s.started }
 
 // Created receives the id of each task the server creates.
 func (s *Server) Created() <-chan string { return s.created }
+
+// Ended receives the id of each task as it completes or fails: a test
+// that released a job waits for it before it polls, since the server ends
+// the task on a goroutine of its own.
+func (s *Server) Ended() <-chan string { return s.ended }
 
 // Cancelled receives the id of each task tasks/cancel cancelled.
 func (s *Server) Cancelled() <-chan string { return s.cancelled }
