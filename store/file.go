@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcpfleet/mcpfleet/internal/filetrust"
 )
 
 // FileTaskStore is a TaskStore in a directory: one JSON file per record,
@@ -109,7 +111,7 @@ func (s *FileTaskStore) LoadTasks(ctx context.Context) ([]TaskRecord, error) {
 	if !fi.IsDir() {
 		return nil, s.err("load tasks", "", errors.New("not a directory"))
 	}
-	if why := untrusted(fi); why != "" {
+	if why := filetrust.Untrusted(fi); why != "" {
 		return nil, s.err("load tasks", "", fmt.Errorf("%w: the directory is %s", ErrUntrusted, why))
 	}
 	entries, err := os.ReadDir(s.dir)
@@ -150,7 +152,7 @@ func (s *FileTaskStore) read(name string) (TaskRecord, error) {
 	if !fi.Mode().IsRegular() {
 		return r, fmt.Errorf("%w: not a plain file (%s)", ErrCorrupt, fi.Mode().Type())
 	}
-	if why := untrusted(fi); why != "" {
+	if why := filetrust.Untrusted(fi); why != "" {
 		return r, fmt.Errorf("%w: the file is %s", ErrUntrusted, why)
 	}
 	f, err := os.Open(path)
@@ -188,7 +190,7 @@ func (s *FileTaskStore) ensureDir() error {
 	if err != nil {
 		return err
 	}
-	if why := untrusted(fi); why != "" {
+	if why := filetrust.Untrusted(fi); why != "" {
 		return fmt.Errorf("%w: the directory is %s", ErrUntrusted, why)
 	}
 	return nil
