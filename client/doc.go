@@ -32,6 +32,17 @@
 // once, with the cause in Status.LastError; calls and WaitFor(Connected)
 // fail fast with it.
 //
+// # Calls that outlive the connection
+//
+// A long tool call can run as an MCP task (StartTask, WithTask; a tool that
+// requires one runs as one through CallTool): the server answers at once
+// with a task, and the Manager polls it from one goroutine, whatever
+// runtime the server has, until Task.Wait can return the result. Task
+// handles are kept in a TaskStore (a directory of files by default, see
+// WithTaskStore), so a host that restarts finds them in Tasks and collects
+// them. Both protocol generations of tasks are spoken: the 2025-11-25 form
+// and the 2026-07-28 tasks extension (SEP-2663).
+//
 // # Errors
 //
 // Every per-server error is a *ServerError naming the server and the

@@ -70,6 +70,24 @@ var (
 	// ServerSpec.IdleTimeout: its runtime was closed on purpose, not lost.
 	// No request fails with it; the next one starts the server again.
 	ErrIdleTimeout = errors.New("idle timeout")
+	// ErrTaskUnsupported: a call cannot run as an MCP task (StartTask, a
+	// tool that requires a task, WithTask): the tool declares
+	// execution.taskSupport "forbidden" (or nothing, on 2025-11-25), or the
+	// server offers no tasks on the protocol its runtime speaks. The
+	// message says which.
+	ErrTaskUnsupported = errors.New("task unsupported")
+	// ErrTaskLost: the server no longer knows a task (it restarted, or the
+	// task's ttl passed), or answered its polls with errors until the
+	// Manager gave up on it (Task.Wait). A lost task is not retried: the
+	// server may or may not have finished it.
+	ErrTaskLost = errors.New("task lost")
+	// ErrTaskFailed: a task ended in status failed, an error at the
+	// protocol level; the server's error is wrapped too. (A tool whose
+	// result has IsError set completed: that is a result.)
+	ErrTaskFailed = errors.New("task failed")
+	// ErrTaskCancelled: a task was cancelled, by Task.Cancel or by its
+	// server.
+	ErrTaskCancelled = errors.New("task cancelled")
 )
 
 // ServerError is the error of every per-server failure a Manager method

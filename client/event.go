@@ -51,10 +51,49 @@ const (
 	// the limit. Like EventNotificationsDropped it comes at most once a
 	// second per server and method.
 	EventServerRequestRefused
+	// EventTaskCreated: the host started a task (StartTask, or a call run
+	// as a task); Task describes it. Err is set if the TaskStore could not
+	// save it (it is polled all the same, but would not outlive the
+	// Manager).
+	EventTaskCreated
+	// EventTaskWorking, EventTaskInputRequired: a task's status changed
+	// to working, or to input_required (the server waits for the host: its
+	// requests go to the host's handlers).
+	EventTaskWorking
+	EventTaskInputRequired
+	// EventTaskCompleted, EventTaskFailed, EventTaskCancelled,
+	// EventTaskLost: a task ended, and its outcome is known: Task.Wait
+	// returns at once. Err is the outcome's error, for all but completed.
+	EventTaskCompleted
+	EventTaskFailed
+	EventTaskCancelled
+	EventTaskLost
 )
 
+// noEvent is no kind of event: for code that may or may not emit one.
+const noEvent EventKind = -1
+
 var eventKindNames = [...]string{"state", "retry", "catalog", "close-error", "catalog-error", "log",
-	"resource-updated", "notifications-dropped", "server-request-refused"}
+	"resource-updated", "notifications-dropped", "server-request-refused",
+	"task-created", "task-working", "task-input-required", "task-completed", "task-failed",
+	"task-cancelled", "task-lost"}
+
+// taskEventKind is the event kind of a task's status.
+func taskEventKind(st TaskStatus) EventKind {
+	switch st {
+	case TaskInputRequired:
+		return EventTaskInputRequired
+	case TaskCompleted:
+		return EventTaskCompleted
+	case TaskFailed:
+		return EventTaskFailed
+	case TaskCancelled:
+		return EventTaskCancelled
+	case TaskLost:
+		return EventTaskLost
+	}
+	return EventTaskWorking
+}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(eventKindNames) {
@@ -91,6 +130,9 @@ type Event struct {
 	// EventState to NeedsAuthorization (empty if none could be made: Err
 	// says why). Complete it with CompleteAuthorization.
 	AuthorizationURL string
+	// Task is, for the task events (EventTaskCreated and the kinds after
+	// it), what the task's handle says of it as the event happened.
+	Task *TaskInfo
 	// Dropped counts the events this subscriber lost, because its buffer
 	// was full, just before this one.
 	Dropped uint64

@@ -45,6 +45,10 @@ type Manager struct {
 
 	applyMu sync.Mutex // serializes Apply calls
 
+	// tasks holds the task handles and polls them (taskpoll.go). Set in
+	// New; has its own synchronization.
+	tasks *taskRegistry
+
 	roots       rootsState // the host's roots (SetRoots)
 	progress    sync.Map   // progress token -> *progressSink of a call in flight
 	progressSeq atomic.Uint64
@@ -70,6 +74,8 @@ type Manager struct {
 
 // New returns a Manager with no servers. With WithStateFile it first ends
 // what a crashed predecessor left running, which can take a few seconds.
+// It loads the open task handles of its TaskStore (see WithTaskStore),
+// which it polls once their servers are added.
 func New(opts ...Option) *Manager {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -107,6 +113,8 @@ func New(opts ...Option) *Manager {
 	}
 	m.openStateFile()
 	go m.bus.run()
+	m.tasks = newTaskRegistry(m)
+	m.tasks.load()
 	return m
 }
 
@@ -143,6 +151,7 @@ func (m *Manager) add(ctx context.Context, name string, spec ServerSpec, configK
 		s.enableLocked()
 		s.mu.Unlock()
 	}
+	m.tasks.serverAdded(name) // its tasks of a Manager before, or of a Remove
 	return nil
 }
 
@@ -342,6 +351,8 @@ func (m *Manager) Close() error {
 	slots := m.slots
 	m.slots = map[string]*slot{}
 	m.mu.Unlock()
+	// The task handles stay in their store, for the next Manager.
+	m.tasks.close()
 
 	type job struct {
 		s    *slot

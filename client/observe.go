@@ -74,10 +74,13 @@ const (
 	OutcomeOK Outcome = iota
 	// OutcomeToolError: the tool ran and its result has isError set.
 	OutcomeToolError
-	// OutcomeServerError: the server answered with a JSON-RPC error.
+	// OutcomeServerError: the server answered with a JSON-RPC error (or
+	// a call run as a task failed, or could not be one: ErrTaskFailed,
+	// ErrTaskUnsupported).
 	OutcomeServerError
 	// OutcomeUnknown: the connection was lost with the request in flight
-	// (ErrOutcomeUnknown).
+	// (ErrOutcomeUnknown), or a call run as a task lost its task
+	// (ErrTaskLost).
 	OutcomeUnknown
 	// OutcomeUnavailable: the server was not there to ask: reconnecting
 	// past the ready timeout, or permanently failed.

@@ -95,6 +95,14 @@ type options struct {
 	// nil, or chains of at least one.
 	interceptors       []Interceptor
 	serverInterceptors []ServerRequestInterceptor
+
+	// MCP tasks (task.go, taskpoll.go).
+	taskStore           store.TaskStore // nil: the default file store
+	taskPollInterval    time.Duration
+	taskPollConcurrency int
+	// taskPolled, set by tests only, is told of every poll of a task as it
+	// ends, with no lock held.
+	taskPolled func(*Task)
 }
 
 func defaultOptions() options {
@@ -110,6 +118,9 @@ func defaultOptions() options {
 		idleProbe:    DefaultIdleProbe,
 		limits:       defaultLimits,
 		clientInfo:   mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"},
+
+		taskPollInterval:    DefaultTaskPollInterval,
+		taskPollConcurrency: DefaultTaskPollConcurrency,
 	}
 }
 
@@ -237,4 +248,34 @@ func WithTokenStore(s oauth.TokenStore) Option {
 // as the HTTP client for the authorization server.
 func WithOAuthOptions(opts ...oauth.Option) Option {
 	return func(o *options) { o.oauthOptions = append(o.oauthOptions, opts...) }
+}
+
+// WithTaskStore sets where the Manager keeps its open task handles
+// (StartTask), so that they outlive it: a new Manager on the same store
+// lists them (Tasks) and collects their outcomes once their servers are
+// added. A store holds one Manager's tasks at a time. Defaults to a
+// store.FileTaskStore in the user's cache directory
+// (os.UserCacheDir()/mcpfleet/tasks/<the client name of WithClientInfo>),
+// created at the first task; store.NewMemoryTaskStore() keeps them in
+// memory only.
+func WithTaskStore(s store.TaskStore) Option {
+	return func(o *options) {
+		if s != nil {
+			o.taskStore = s
+		}
+	}
+}
+
+// WithTaskPollInterval sets how often a task is polled when its server
+// does not say (a server's pollInterval wins, within MinTaskPollInterval
+// and MaxTaskPollInterval). Defaults to DefaultTaskPollInterval.
+func WithTaskPollInterval(d time.Duration) Option {
+	return func(o *options) { setPositive(&o.taskPollInterval, d) }
+}
+
+// WithTaskPollConcurrency sets how many polls of one server's tasks run
+// at once; the others wait their turn. Defaults to
+// DefaultTaskPollConcurrency.
+func WithTaskPollConcurrency(n int) Option {
+	return func(o *options) { setPositive(&o.taskPollConcurrency, n) }
 }

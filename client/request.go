@@ -20,6 +20,8 @@ type CallOption func(*callOptions)
 type callOptions struct {
 	timeout  time.Duration
 	progress func(mcp.ProgressNotification) // WithProgress
+	task     bool                           // WithTask
+	taskTTL  time.Duration                  // WithTaskTTL
 }
 
 // applyCallOptions applies opts to a callOptions of its own: the options
@@ -56,13 +58,20 @@ func WithCallTimeout(d time.Duration) CallOption {
 //
 // A tool that the server's ToolFilter keeps out is not called: the error
 // is a *ToolFilteredError, which matches ErrToolNotFound.
+//
+// A tool that declares execution.taskSupport "required" runs as an MCP
+// task, transparently, and so does any tool called WithTask: the call
+// waits for the task's outcome, polling across reconnects, and returns it
+// as Task.Wait does; ctx (and the call's timeout) bound the whole, and if
+// it ends first the server is asked to cancel the task. A server that
+// cannot run the tool as a task fails such a call with ErrTaskUnsupported.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
 	if err := m.filteredTool(server, tool); err != nil {
 		return nil, withOp(opCallTool+" "+tool, server, err)
 	}
 	return run(ctx, m, server, request[*mcp.CallToolResult]{
 		method: string(mcp.MethodToolsCall), name: tool, op: opCallTool, args: args,
-		replay: toolReplayable, send: sendCallTool,
+		replay: toolReplayable, send: sendCallTool, task: m.taskCall(server, tool, opts),
 	}, opts)
 }
 
@@ -206,6 +215,15 @@ type request[T any] struct {
 	accepted func(s *slot)
 	// send makes the request on a runtime's client.
 	send func(ctx context.Context, s *slot, c *mcpclient.Client, name string, args any) (T, error)
+	// task runs a tools/call as an MCP task and waits for its outcome
+	// (callAsTask) instead of sending it: a tool that requires a task, or a
+	// call made WithTask.
+	task bool
+	// patient marks a request that waits on the server's work for as long
+	// as it takes (the tasks/result of a task that waits for input): the
+	// server's call Timeout does not bound it, and its context ending is no
+	// sign of ill health.
+	patient bool
 }
 
 // run is the request pipeline. Every request the host sends a server goes
@@ -270,7 +288,17 @@ func do[T any](ctx context.Context, s *slot, r request[T], args any, opts []Call
 	} else if gen != nil {
 		req = &Request{} // for the attempts' generation alone
 	}
-	res, err := doOn(ctx, s, req, r, args, opts)
+	var (
+		res T
+		err error
+	)
+	if r.task {
+		var out *mcp.CallToolResult
+		out, err = s.m.callAsTask(ctx, s, req, r.name, args, opts)
+		res, _ = any(out).(T)
+	} else {
+		res, err = doOn(ctx, s, req, r, args, opts)
+	}
 	if gen != nil && req.Generation != 0 {
 		*gen = req.Generation
 	}
@@ -294,7 +322,11 @@ func outcomeOf[T any](res T, err error) Outcome {
 		return OutcomeTimeout
 	case errors.Is(err, context.Canceled):
 		return OutcomeCanceled
-	case errors.Is(err, ErrServerError):
+	case errors.Is(err, ErrTaskLost):
+		return OutcomeUnknown // the task may or may not have run to its end
+	case errors.Is(err, ErrTaskCancelled):
+		return OutcomeCanceled
+	case errors.Is(err, ErrServerError), errors.Is(err, ErrTaskFailed), errors.Is(err, ErrTaskUnsupported):
 		return OutcomeServerError
 	case errors.Is(err, ErrMessageTooLarge):
 		return OutcomeTooLarge
@@ -312,13 +344,13 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 	var zero T
 	m, server := s.m, s.name
 	cfg := s.config()
-	timeout := cfg.spec.Timeout
 	var o callOptions
 	if len(opts) > 0 {
 		o = applyCallOptions(opts)
 	}
-	if o.timeout > 0 {
-		timeout = o.timeout
+	timeout := callTimeout(cfg, &o)
+	if r.patient {
+		timeout = o.timeout // not the server's
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -419,7 +451,7 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 			// The caller's context ended while the failure was checked:
 			// some transports give up a moment before the deadline.
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && !r.patient {
 			s.timedOut(l, err)
 		}
 		return zero, canceledError(ctx, server, err)
@@ -429,6 +461,16 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 // errDetachedBeforeSend is the cause an Observer is told of for an attempt
 // whose runtime was detached between its acquire and its send.
 var errDetachedBeforeSend = errors.New("the runtime was replaced before the request went out")
+
+// callTimeout is what bounds a call with options o on a server configured
+// with cfg: the call's own timeout (WithCallTimeout), or else the server's
+// Timeout; 0 for none.
+func callTimeout(cfg *slotConfig, o *callOptions) time.Duration {
+	if o.timeout > 0 {
+		return o.timeout
+	}
+	return cfg.spec.Timeout
+}
 
 // acquire returns the current lease with a call registered on it, waiting
 // for Connected up to the ready timeout while the slot is connecting.

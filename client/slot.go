@@ -36,6 +36,12 @@ import (
 // Manager.roots.mu, a server's oauth.Authorizer's and a progress sink's:
 // nothing is locked while one of them is held, and a slot's lock is never
 // taken under any of them.
+//
+// MCP tasks (task.go, taskpoll.go): a Task's mu is taken under its slot's
+// lock, so that its events are numbered in order with the slot's, and is a
+// leaf, as is the task registry's mu (the two are never held together). A
+// Task's saveMu orders its records in the TaskStore: it is held while one
+// is written, and a record is read under the Task's mu within it.
 type slot struct {
 	// Set at creation, read-only.
 	m    *Manager

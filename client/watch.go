@@ -109,7 +109,7 @@ func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 	case mcp.MethodNotificationResourcesListChanged:
 		bit = dirtyResources
 	case string(mcp.MethodNotificationProgress), string(mcp.MethodNotificationMessage),
-		mcp.MethodNotificationResourceUpdated:
+		mcp.MethodNotificationResourceUpdated, mcp.MethodNotificationTasksStatus:
 	default:
 		return
 	}
@@ -127,6 +127,8 @@ func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 		l.onLog(n)
 	case mcp.MethodNotificationResourceUpdated:
 		l.onResourceUpdated(n)
+	case mcp.MethodNotificationTasksStatus:
+		l.slot.m.tasks.onStatus(l, n)
 	default:
 		l.dirty.Or(bit)
 		l.wantRefresh()

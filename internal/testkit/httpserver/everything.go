@@ -36,15 +36,19 @@ type Everything struct {
 	bin  string
 	mode string
 	port int
-
-	mu   sync.Mutex // guards proc
-	proc *everythingProc
+	procSlot
 }
 
 type everythingProc struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process was reaped
 	output *lockedBuffer
+}
+
+// procSlot holds the process of a server that stops and starts again.
+type procSlot struct {
+	mu   sync.Mutex // guards proc
+	proc *everythingProc
 }
 
 // StartEverything starts server-everything in mode (EverythingStreamable
@@ -78,13 +82,13 @@ func (e *Everything) URL() string {
 func (e *Everything) Addr() string { return "127.0.0.1:" + strconv.Itoa(e.port) }
 
 // Output returns what the server printed so far, for failure messages.
-func (e *Everything) Output() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.proc == nil {
+func (p *procSlot) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
 		return ""
 	}
-	return e.proc.output.String()
+	return p.proc.output.String()
 }
 
 // Restart kills the server and starts a new one on the same port.
@@ -98,53 +102,69 @@ func (e *Everything) Restart(t testing.TB) {
 
 // Stop kills the server's whole process group and reaps it. It is safe to
 // call while stopped.
-func (e *Everything) Stop() {
-	e.mu.Lock()
-	p := e.proc
-	e.proc = nil
-	e.mu.Unlock()
-	if p == nil {
+func (p *procSlot) Stop() {
+	p.mu.Lock()
+	proc := p.proc
+	p.proc = nil
+	p.mu.Unlock()
+	if proc == nil {
 		return
 	}
-	killTree(p.cmd)
-	<-p.exited
+	killTree(proc.cmd)
+	<-proc.exited
+}
+
+// start starts cmd (see startProc) as the slot's process; one that did not
+// come to listen is stopped.
+func (p *procSlot) start(cmd *exec.Cmd, env []string, markers [][]byte) error {
+	proc, err := startProc(cmd, env, markers, func(proc *everythingProc) {
+		p.mu.Lock()
+		p.proc = proc
+		p.mu.Unlock()
+	})
+	if proc != nil && err != nil {
+		p.Stop()
+	}
+	return err
 }
 
 func (e *Everything) start() error {
+	// The two transports announce that they listen with these lines.
+	markers := [][]byte{[]byte("listening on port"), []byte("running on port")}
+	return e.procSlot.start(exec.Command(e.bin, e.mode), []string{"PORT=" + strconv.Itoa(e.port)}, markers)
+}
+
+// startProc starts cmd with env added, in its own process group, hands
+// its process to started, and waits until it prints one of markers. It
+// returns the process that it started, if any, with an error if it did not
+// listen: the caller stops it.
+func startProc(cmd *exec.Cmd, env []string, markers [][]byte, started func(*everythingProc)) (*everythingProc, error) {
 	ready := make(chan struct{})
-	out := &lockedBuffer{
-		ready: ready,
-		// The two transports announce that they listen with these lines.
-		markers: [][]byte{[]byte("listening on port"), []byte("running on port")},
-	}
-	cmd := exec.Command(e.bin, e.mode)
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(e.port))
+	out := &lockedBuffer{ready: ready, markers: markers}
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = treeProcAttr()
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	p := &everythingProc{cmd: cmd, exited: make(chan struct{}), output: out}
 	go func() {
 		defer close(p.exited)
 		_ = cmd.Wait()
 	}()
-	e.mu.Lock()
-	e.proc = p
-	e.mu.Unlock()
+	started(p)
 
 	ctx, cancel := context.WithTimeout(context.Background(), everythingStartTimeout)
 	defer cancel()
 	select {
 	case <-ready:
-		return nil
+		return p, nil
 	case <-p.exited:
-		return fmt.Errorf("exited before listening: %s", out.String())
+		return p, fmt.Errorf("exited before listening: %s", out.String())
 	case <-ctx.Done():
-		e.Stop()
-		return fmt.Errorf("did not listen within %v: %s", everythingStartTimeout, out.String())
+		return p, fmt.Errorf("did not listen within %v: %s", everythingStartTimeout, out.String())
 	}
 }
 

@@ -44,3 +44,21 @@ func missing(t testing.TB, why string) {
 	}
 	t.Skip(msg)
 }
+
+// File returns the absolute path of a file the pinned npm packages
+// install, rel being its path under node_modules (for example
+// "@modelcontextprotocol/sdk/dist/esm/examples/server/simpleTaskInteractive.js"),
+// and of node to run it with. When either is missing the test fails under
+// CI and is skipped elsewhere, as with Bin.
+func File(t testing.TB, rel string) (node, path string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing(t, "node is not on PATH")
+	}
+	p := filepath.Join(Root(), Dir, "node_modules", filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		missing(t, rel+" is not installed")
+	}
+	return node, p
+}

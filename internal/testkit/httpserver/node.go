@@ -1,0 +1,46 @@
+package httpserver
+
+import (
+	"os/exec"
+	"strconv"
+	"testing"
+)
+
+// Node runs a server script of the pinned npm packages with node (an
+// example server of @modelcontextprotocol/sdk, say), in its own process
+// group, on a free port of 127.0.0.1 that it is given in PORT and
+// MCP_PORT (the examples read one or the other).
+type Node struct {
+	node, script string
+	port         int
+	markers      [][]byte
+	procSlot
+}
+
+// StartNode runs script with node, and waits until it prints one of
+// markers (the line that says it listens); it kills it when the test ends.
+// Find node and the script with npmtest.File.
+func StartNode(t testing.TB, node, script string, markers ...string) *Node {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("httpserver: free port: %v", err)
+	}
+	n := &Node{node: node, script: script, port: port}
+	for _, m := range markers {
+		n.markers = append(n.markers, []byte(m))
+	}
+	t.Cleanup(n.Stop)
+	if err := n.start(); err != nil {
+		t.Fatalf("httpserver: start %s: %v", script, err)
+	}
+	return n
+}
+
+// URL returns the server's endpoint at path ("/mcp").
+func (n *Node) URL(path string) string { return "http://127.0.0.1:" + strconv.Itoa(n.port) + path }
+
+func (n *Node) start() error {
+	port := strconv.Itoa(n.port)
+	return n.procSlot.start(exec.Command(n.node, n.script), []string{"PORT=" + port, "MCP_PORT=" + port}, n.markers)
+}
