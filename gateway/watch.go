@@ -37,8 +37,9 @@ type WatchOptions struct {
 
 // ConfigWatcher re-applies a config file to a Manager when the file
 // changes. It looks at the file's modification time and size every
-// Interval, and reads it when either changed; a read whose content hashes
-// as the last one's does nothing. A change that does not parse (the error
+// Interval, and reads it once either changed and then stayed the same for
+// an interval (a write in progress is not read); a read whose content
+// hashes as the last one's does nothing. A change that does not parse (the error
 // names the line and column, or the server and the field) leaves the
 // fleet as it runs, and is logged; so is the summary of every Apply
 // (client.ApplyResult.String). It needs no file notification API, so it
@@ -48,6 +49,10 @@ type ConfigWatcher struct {
 	o    WatchOptions
 	log  *slog.Logger
 	last fileState
+	// seen is the time and size of a change seen at the last look, not yet
+	// read: a file is read once it stayed the same for one interval, so
+	// that a write in progress is not read half done.
+	seen fileState
 }
 
 // fileState is what a ConfigWatcher remembers of its file.
@@ -123,6 +128,10 @@ func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
 	}
 	if fi.ModTime().Equal(w.last.mod) && fi.Size() == w.last.size {
 		return
+	}
+	if !fi.ModTime().Equal(w.seen.mod) || fi.Size() != w.seen.size {
+		w.seen = fileState{mod: fi.ModTime(), size: fi.Size()}
+		return // look again in an interval
 	}
 	st, err := w.state()
 	if err != nil {
