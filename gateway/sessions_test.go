@@ -101,8 +101,8 @@ func TestListChangedReachesEverySession(t *testing.T) {
 	// The change may come in more than one notification; the listing
 	// after the first shows it, or a later one follows.
 	for _, x := range []struct {
-		c *mcpclient.Client
-		n *notes
+		c     *mcpclient.Client
+		n     *notes
 		after int
 	}{{modern, nm, am}, {legacy, nl, al}} {
 		for !slices.Contains(toolNames(t, x.c), "a__late") {
@@ -115,8 +115,8 @@ func TestListChangedReachesEverySession(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range []struct {
-		c *mcpclient.Client
-		n *notes
+		c     *mcpclient.Client
+		n     *notes
 		after int
 	}{{modern, nm, am}, {legacy, nl, al}} {
 		for len(toolNames(t, x.c)) != 0 {
