@@ -1,6 +1,8 @@
 package texttable
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -52,4 +54,22 @@ func TestWrap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A table of servers cut to fit the width, the error of one under its row.
+func Example() {
+	var t Table
+	t.Shrink = []Shrink{{Col: 0, Min: 8}}
+	t.Row("SERVER", "STATE", "TOOLS")
+	t.Row("files", "Connected", "14")
+	t.Row("notes", "Reconnecting", "3")
+	t.Note("  last error: connection refused")
+	t.Write(os.Stdout)
+	fmt.Println(Plural(2, "server", "servers"))
+	// Output:
+	// SERVER  STATE         TOOLS
+	// files   Connected     14
+	// notes   Reconnecting  3
+	//   last error: connection refused
+	// 2 servers
 }
