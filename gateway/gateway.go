@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/llm"
 )
 
@@ -41,6 +42,10 @@ type Gateway struct {
 	// mirror is the catalog registered with srv; only the follower
 	// goroutine touches it.
 	mirror mirror
+
+	// started is closed once no server connects for the first time, or
+	// the startup wait passed (WithStartupWait); list requests wait for it.
+	started chan struct{}
 
 	// bg counts the goroutines the gateway started (the follower, calls,
 	// level changes); Close waits for them.
@@ -95,13 +100,43 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 		g.srv.AddTools(tools...)
 	}
 
-	events, unsubscribe := m.Subscribe(0)
-	g.syncAll() // after Subscribe: a change in between comes as an event too
+	statuses, _, events, unsubscribe := m.Watch(0)
+	g.syncAll() // after Watch: a change in between comes as an event too
+	g.started = make(chan struct{})
+	var connecting map[string]bool
+	if o.startupWait > 0 {
+		connecting = map[string]bool{}
+		for _, st := range statuses {
+			if st.State == lifecycle.Connecting {
+				connecting[st.Name] = true
+			}
+		}
+	}
+	if len(connecting) == 0 {
+		close(g.started)
+		connecting = nil
+	}
 	g.bg.Go(func() {
 		defer unsubscribe()
-		g.follow(events)
+		g.follow(events, connecting)
 	})
 	return g
+}
+
+// listMethods are the requests that wait for the startup (see
+// WithStartupWait).
+var listMethods = map[mcp.MCPMethod]bool{
+	mcp.MethodToolsList: true, mcp.MethodPromptsList: true,
+	mcp.MethodResourcesList: true, mcp.MethodResourcesTemplatesList: true,
+}
+
+// awaitStarted waits for the startup before a list request is answered.
+func (g *Gateway) awaitStarted(ctx context.Context) {
+	select {
+	case <-g.started:
+	case <-ctx.Done():
+	case <-g.ctx.Done():
+	}
 }
 
 // Server returns the mcp-go server the gateway is, for a transport of
@@ -132,15 +167,39 @@ func (g *Gateway) Close() error {
 
 // follow keeps the served catalog in step with the Manager's and hands
 // the servers' log messages and resource updates to the sessions, until
-// Close or the Manager's Close.
-func (g *Gateway) follow(events <-chan client.Event) {
+// Close or the Manager's Close. connecting are the servers connecting for
+// the first time, which the lists wait for (see WithStartupWait); nil if
+// they do not wait.
+func (g *Gateway) follow(events <-chan client.Event, connecting map[string]bool) {
+	var startup <-chan time.Time
+	if connecting != nil {
+		t := time.NewTimer(g.o.startupWait)
+		defer t.Stop()
+		startup = t.C
+	}
+	started := func() {
+		g.syncAll() // a catalog event may trail the state event that ended the wait
+		close(g.started)
+		connecting, startup = nil, nil
+	}
 	for {
 		select {
 		case <-g.ctx.Done():
 			return
+		case <-startup:
+			g.log.Info("mcpfleet: gateway: answering lists before every server connected",
+				"waited", g.o.startupWait, "connecting", len(connecting))
+			started()
 		case ev, ok := <-events:
 			if !ok {
 				return
+			}
+			if connecting != nil && ev.Kind == client.EventState {
+				if ev.To == lifecycle.Connecting {
+					connecting[ev.Server] = true
+				} else {
+					delete(connecting, ev.Server)
+				}
 			}
 			if ev.Dropped > 0 {
 				// Events were lost: what they said is in the View.
@@ -153,6 +212,9 @@ func (g *Gateway) follow(events <-chan client.Event) {
 				g.forwardLog(ev.Server, ev.Log)
 			case client.EventResourceUpdated:
 				g.subs.updated(ev.Server, ev.URI)
+			}
+			if connecting != nil && len(connecting) == 0 {
+				started()
 			}
 		}
 	}

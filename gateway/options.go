@@ -40,6 +40,7 @@ type options struct {
 	inputTimeout  time.Duration
 	forwarder     *Forwarder
 	instructions  string
+	startupWait   time.Duration
 }
 
 func defaultOptions() options {
@@ -138,4 +139,15 @@ func WithInputTimeout(d time.Duration) Option {
 // are told the host has none of those capabilities.
 func WithForwarder(f *Forwarder) Option {
 	return func(o *options) { o.forwarder = f }
+}
+
+// WithStartupWait makes the gateway's first answers to tools/list,
+// prompts/list and resources/list wait, for at most d, until no server is
+// connecting for the first time: many hosts list a server's tools once,
+// when they start it, and would otherwise see an empty fleet. Servers that
+// are lazy or disabled are not waited for, and neither is one that keeps
+// failing (it is no longer connecting for the first time once it failed:
+// Reconnecting or PermanentlyFailed). Defaults to 0, no wait.
+func WithStartupWait(d time.Duration) Option {
+	return func(o *options) { o.startupWait = d }
 }

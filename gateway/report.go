@@ -34,6 +34,7 @@ type ServerReport struct {
 	Requests         uint64    `json:"requests"`
 	Failed           uint64    `json:"failed"` // requests that ended other than ok or a tool's own error
 	Reconnects       uint64    `json:"reconnects"`
+	Retries          uint64    `json:"retries"` // requests sent again: resent unsent, or replayed after a loss
 	AuthorizationURL string    `json:"authorizationUrl,omitempty"`
 	IdleTimeout      string    `json:"idleTimeout,omitempty"`
 	IdleSince        time.Time `json:"idleSince,omitzero"`
@@ -72,7 +73,7 @@ func MakeReports(statuses []client.ServerStatus, stats client.Stats) []ServerRep
 		if st, ok := byName[s.Name]; ok {
 			r.Requests = st.Requests()
 			r.Failed = r.Requests - st.Calls[client.OutcomeOK] - st.Calls[client.OutcomeToolError]
-			r.Reconnects = st.Reconnects
+			r.Reconnects, r.Retries = st.Reconnects, st.Retries
 			r.InState = st.InState.Round(time.Millisecond).String()
 		}
 		out[i] = r

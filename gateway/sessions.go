@@ -204,7 +204,8 @@ func (g *Gateway) sessionUnregistered(ctx context.Context, cs server.ClientSessi
 
 // admit is mcp-go's request-initialization hook: every request of a
 // downstream client passes it before it is handled. It holds the session
-// to its request rate, and serves resources/subscribe and
+// to its request rate, holds the first lists until the fleet started (see
+// WithStartupWait), and serves resources/subscribe and
 // resources/unsubscribe, which mcp-go only acknowledges: the gateway
 // subscribes the server once for all the sessions that ask (an error here
 // is the client's JSON-RPC error).
@@ -227,6 +228,9 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil // mcp-go says what is wrong with it
+	}
+	if listMethods[m.Method] {
+		g.awaitStarted(ctx)
 	}
 	switch m.Method {
 	case mcp.MethodResourcesSubscribe:

@@ -39,6 +39,7 @@ type serveFlags struct {
 	inFlight      int
 	rate          float64
 	watchInterval time.Duration
+	startupWait   time.Duration
 }
 
 // stringList is a flag that may be given several times.
@@ -46,6 +47,10 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// defaultStartupWait is how long serve's first tools/list waits for the
+// servers still connecting: hosts that list tools once, at start, see them.
+const defaultStartupWait = 10 * time.Second
 
 // readyLine starts the line serve writes to stderr once it answers: tests
 // and scripts wait for it.
@@ -68,6 +73,7 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	fs.IntVar(&f.inFlight, "session-max-in-flight", 0, fmt.Sprintf("requests one client may have in flight (default %d; -1: no limit)", gateway.DefaultSessionMaxInFlight))
 	fs.Float64Var(&f.rate, "session-rate", 0, fmt.Sprintf("requests a second one client may send (default %d; -1: no limit)", gateway.DefaultSessionRequestRate))
 	fs.DurationVar(&f.watchInterval, "watch-interval", gateway.DefaultWatchInterval, "how often to look for changes of the config file")
+	fs.DurationVar(&f.startupWait, "startup-wait", defaultStartupWait, "how long the first tools/list may wait for servers still connecting (0: not at all)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -150,7 +156,7 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	}
 
 	gopts := []gateway.Option{gateway.WithForwarder(fw), gateway.WithLogger(logger), gateway.WithServerInfo("mcpfleet", version()),
-		gateway.WithSessionLimits(f.inFlight, f.rate), gateway.WithMaxMessageBytes(f.maxMessage)}
+		gateway.WithSessionLimits(f.inFlight, f.rate), gateway.WithMaxMessageBytes(f.maxMessage), gateway.WithStartupWait(f.startupWait)}
 	if f.toolSearch {
 		gopts = append(gopts, gateway.WithToolSearch())
 	}

@@ -28,6 +28,7 @@ type Client struct {
 	stdin io.WriteCloser
 	// Events receives what the client reports unasked: "tools/list_changed",
 	// and "asked <method>" for each request of the server's it answered.
+	// It is closed when the client exits.
 	Events chan string
 
 	mu      sync.Mutex
@@ -130,6 +131,7 @@ func (c *Client) read(stdout io.Reader, ready chan struct{}) {
 			delete(c.pending, id)
 		}
 		c.mu.Unlock()
+		close(c.Events)
 		close(c.exited)
 	}()
 	sc := bufio.NewScanner(stdout)
