@@ -142,9 +142,10 @@ func WithForwarder(f *Forwarder) Option {
 }
 
 // WithStartupWait makes the gateway's first answers to tools/list,
-// prompts/list and resources/list wait, for at most d, until no server is
-// connecting for the first time: many hosts list a server's tools once,
-// when they start it, and would otherwise see an empty fleet. Servers that
+// prompts/list and resources/list (and to a tools/call of a tool it does
+// not serve yet) wait, for at most d, until no server is connecting for
+// the first time: many hosts list a server's tools once, when they start
+// it, and would otherwise see an empty fleet. Servers that
 // are lazy or disabled are not waited for, and neither is one that keeps
 // failing (it is no longer connecting for the first time once it failed:
 // Reconnecting or PermanentlyFailed). Defaults to 0, no wait.

@@ -204,8 +204,9 @@ func (g *Gateway) sessionUnregistered(ctx context.Context, cs server.ClientSessi
 
 // admit is mcp-go's request-initialization hook: every request of a
 // downstream client passes it before it is handled. It holds the session
-// to its request rate, holds the first lists until the fleet started (see
-// WithStartupWait), and serves resources/subscribe and
+// to its request rate, holds the first lists (and calls of tools not yet
+// served) until the fleet started (see WithStartupWait), and serves
+// resources/subscribe and
 // resources/unsubscribe, which mcp-go only acknowledges: the gateway
 // subscribes the server once for all the sessions that ask (an error here
 // is the client's JSON-RPC error).
@@ -223,13 +224,16 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 	var m struct {
 		Method mcp.MCPMethod `json:"method"`
 		Params struct {
-			URI string `json:"uri"`
+			URI  string `json:"uri"`
+			Name string `json:"name"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil // mcp-go says what is wrong with it
 	}
-	if listMethods[m.Method] {
+	// A host that knows the tools from before calls without listing: a
+	// call of a tool not (yet) served waits for the startup too.
+	if listMethods[m.Method] || m.Method == mcp.MethodToolsCall && g.srv.GetTool(m.Params.Name) == nil {
 		g.awaitStarted(ctx)
 	}
 	switch m.Method {
