@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
 // EventReport is one client.Event as the admin endpoint's watch stream and
@@ -280,7 +281,7 @@ func (a *Admin) auth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := newStream(w)
-	err := a.m.AuthorizeLoopback(r.Context(), name, func(u string) error { return s.send(StreamLine{URL: u}) })
+	err := Authorize(r.Context(), a.m, name, func(u string) error { return s.send(StreamLine{URL: u}) })
 	if err != nil {
 		_ = s.send(StreamLine{Error: err.Error()})
 		return
@@ -295,4 +296,34 @@ var ErrAdmin = errors.New("mcpfleet: admin endpoint")
 // an error.
 func AdminError(status int, body string) error {
 	return fmt.Errorf("%w: %d %s: %s", ErrAdmin, status, http.StatusText(status), strings.TrimSpace(body))
+}
+
+// Authorize runs the loopback OAuth flow of server name on m
+// (client.Manager.AuthorizeLoopback), once the server's first connection
+// attempt has ended: an authorization completed while that attempt is
+// under way is not seen by it, which would leave the server waiting for
+// another.
+func Authorize(ctx context.Context, m *client.Manager, name string, open func(url string) error) error {
+	statuses, _, events, cancel := m.Watch(0)
+	state := lifecycle.Disconnected
+	for _, st := range statuses {
+		if st.Name == name {
+			state = st.State
+		}
+	}
+	for state == lifecycle.Connecting {
+		select {
+		case <-ctx.Done():
+			cancel()
+			return ctx.Err()
+		case ev, ok := <-events:
+			if !ok {
+				state = lifecycle.Closed
+			} else if ev.Kind == client.EventState && ev.Server == name {
+				state = ev.To
+			}
+		}
+	}
+	cancel()
+	return m.AuthorizeLoopback(ctx, name, open)
 }

@@ -174,7 +174,7 @@ func (l *localFleet) watch(ctx context.Context, fn func(gateway.StreamLine) erro
 }
 
 func (l *localFleet) auth(ctx context.Context, server string, open func(url string) error) error {
-	return l.m.AuthorizeLoopback(ctx, server, open)
+	return gateway.Authorize(ctx, l.m, server, open)
 }
 
 // remoteFleet is a running serve, through its admin endpoint.
