@@ -188,3 +188,28 @@ func TestBadInputStdio(t *testing.T) {
 		t.Fatalf("ServeStdio: %v", err)
 	}
 }
+
+// TestStdioClientGoneCancels: a client over stdio that goes away (its
+// stdin ends) has its calls in flight cancelled upstream.
+func TestStdioClientGoneCancels(t *testing.T) {
+	up := upstream.New("a")
+	f := newFleet(t, map[string]client.ServerSpec{"a": {Dialer: client.InProcess(up.MCPServer)}})
+	inR, inW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- f.g.ServeStdio(context.Background(), inR, io.Discard) }()
+	for _, line := range []string{
+		initialize,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__slow","arguments":{"label":"gone"}}}`,
+	} {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRecv(t, up.Started, "gone")
+	inW.Close()
+	mustRecv(t, up.Cancelled, "gone")
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}

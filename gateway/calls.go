@@ -308,6 +308,14 @@ func (g *Gateway) callRounds(ctx context.Context, round mcp.MultiRoundTripParams
 		opts = append(opts, client.WithProgress(c.progress(g)))
 	}
 	c.attach(ctx)
+	if !c.modern || g.o.forwarder == nil {
+		// The server's requests, if any, go to the session itself (or
+		// nowhere): no round can end before the call does, so it runs on
+		// the caller's goroutine.
+		res, err := invoke(c.ctx, args, opts...)
+		g.finish(c, res, err)
+		return res, err
+	}
 	g.bg.Go(func() {
 		res, err := invoke(c.ctx, args, opts...)
 		g.finish(c, res, err)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -220,6 +221,13 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
 	if !ok {
 		return nil
+	}
+	select {
+	case <-g.started:
+		if !bytes.Contains(raw, []byte(`"resources/`)) {
+			return nil // the rest is for subscriptions and the startup only
+		}
+	default:
 	}
 	var m struct {
 		Method mcp.MCPMethod `json:"method"`

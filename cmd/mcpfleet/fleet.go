@@ -44,13 +44,16 @@ func openFleet(ctx context.Context, e *env, config string, direct bool) (fleet, 
 	}
 	if !direct {
 		if af, err := readAdminFile(paths.admin); err == nil {
-			r := &remoteFleet{base: "http://" + af.Addr, token: af.Token, hc: &http.Client{}}
+			// A command makes a request or two: no connection is kept.
+			r := &remoteFleet{base: "http://" + af.Addr, token: af.Token,
+				hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			_, perr := r.status(pctx)
 			cancel()
 			if perr == nil {
 				return r, nil
 			}
+			r.close()
 			fmt.Fprintf(e.stderr, "mcpfleet: the serve of %s (pid %d) does not answer (%v); using the config file\n", config, af.PID, perr)
 		}
 	}
