@@ -12,7 +12,9 @@ CONFORMANCE_DIR := testdata/conformance
 # otel/ is a module of its own (so that the core requires no OpenTelemetry):
 # ./... of the core does not reach it, so it is vetted and tested apart. So
 # are the LLM adapters (llm/anthropic, llm/openai, llm/gemini) and the agent
-# example, each a module of its own with its SDK.
+# example, each a module of its own with its SDK. cmd/mcpfleet needs nothing
+# beyond the core's dependencies (golang.org/x/sys tells a terminal), so it
+# is in the core module and ./... covers it.
 test: npm conformance-npm vet crossbuild
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd otel && $(GO) test -race -count=1 ./...
@@ -56,7 +58,7 @@ conformance: conformance-npm
 
 # Benchmarks behind BENCHMARKS.md; compare with benchstat -col /impl.
 bench: npm
-	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/... ./toolsearch/
+	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/... ./toolsearch/ ./gateway/ ./cmd/mcpfleet/
 	cd otel && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 demo:
