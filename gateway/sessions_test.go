@@ -13,7 +13,9 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/upstream"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // notes collects the notifications a client receives, and wakes waiters.
@@ -260,5 +262,26 @@ func TestSessionLimits(t *testing.T) {
 		}
 		other := dial(t, url, "2025-11-25") // a session of its own, with its own budget
 		_ = other
+	})
+}
+
+// TestLogsForwarded: a server's log messages reach a session that asked
+// for them (logging/setLevel), named after their server.
+func TestLogsForwarded(t *testing.T) {
+	inv := faultserver.Command(faultserver.ModeFlood)
+	f := newFleet(t, map[string]client.ServerSpec{
+		"flood": {Stdio: &stdio.Spec{Command: inv.Path, Args: inv.Args, Env: inv.Env}},
+	})
+	c := dial(t, f.serveHTTP(t, gateway.HTTPOptions{}), "2025-11-25")
+	n := collect(c)
+	ctx := testCtx(t)
+	if err := c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustCall(t, c, "flood__notify", map[string]any{"kind": "log", "rate": 2000, "ms": 100}); got == "sent=0" {
+		t.Fatal(got)
+	}
+	n.wait(t, 0, func(x mcp.JSONRPCNotification) bool {
+		return x.Method == string(mcp.MethodNotificationMessage) && x.Params.AdditionalFields["logger"] == "flood/flood"
 	})
 }

@@ -236,3 +236,14 @@ func TestServeHTTPChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopbackByDefault(t *testing.T) {
+	for in, want := range map[string]string{
+		"8931": "127.0.0.1:8931", ":8931": "127.0.0.1:8931", "0.0.0.0:8931": "0.0.0.0:8931",
+		"[::1]:8931": "[::1]:8931", "localhost:0": "localhost:0",
+	} {
+		if got := loopbackByDefault(in); got != want {
+			t.Errorf("loopbackByDefault(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

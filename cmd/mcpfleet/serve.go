@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -60,7 +61,7 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	var f serveFlags
 	fs := newFlags("serve", e, &f.common, "--config FILE [--stdio | --http ADDR] [flags]")
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin and stdout (the default)")
-	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp; an address that is not 127.0.0.1 or ::1 needs --token or --client-ca")
+	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --token or --client-ca")
 	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the key `FILE` of --tls-cert (PEM)")
@@ -104,11 +105,25 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 		}
 	}
 	if f.http != "" {
+		f.http = loopbackByDefault(f.http)
 		if err := gateway.CheckBind(f.http, token != "" || f.clientCA != ""); err != nil {
 			return err
 		}
 	}
 	return serve(ctx, e, &f, token, level)
+}
+
+// loopbackByDefault completes an address given as a port alone ("8931" or
+// ":8931") with 127.0.0.1: serve binds loopback unless told otherwise
+// ("0.0.0.0:8931", which needs authentication).
+func loopbackByDefault(addr string) string {
+	if _, err := strconv.Atoi(addr); err == nil {
+		return "127.0.0.1:" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
 }
 
 // version is mcpfleet's version: the module's, when built from a tagged

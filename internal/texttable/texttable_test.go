@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"go.uber.org/goleak"
 )
 
 // fits fails for every line of out wider than Width.
@@ -73,3 +75,5 @@ func Example() {
 	//   last error: connection refused
 	// 2 servers
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
