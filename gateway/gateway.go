@@ -89,6 +89,7 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 	if f := o.forwarder; f != nil {
 		f.g.Store(g)
 		g.srv.AddNotificationHandler(string(mcp.MethodNotificationRootsListChanged), g.rootsChanged)
+		hooks.AddAfterInitialize(g.initialized)
 	}
 	if o.toolSearch {
 		g.search = m.NewToolSearch()
@@ -251,6 +252,16 @@ func (g *Gateway) levelSet(ctx context.Context, _ any, req *mcp.SetLevelRequest,
 			}
 		}
 	})
+}
+
+// initialized tells the servers the roots changed when the only
+// downstream session has just said it has roots: servers that asked for
+// them before it came (and were refused) ask again, and the Forwarder
+// answers with that client's roots.
+func (g *Gateway) initialized(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+	if req.Params.Capabilities.Roots != nil && len(g.sessions.registered()) <= 1 {
+		g.rootsChanged(ctx, mcp.JSONRPCNotification{})
+	}
 }
 
 // rootsChanged tells every server that the roots changed when a

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/tsclient"
 )
 
@@ -145,5 +147,36 @@ func TestServerRequestsThroughServe(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRootsReachTheServer: the reference filesystem server asks its client
+// for roots; behind a serve over stdio, the client it gets them from is the
+// serve's one client (the TypeScript SDK's), whose root directory becomes
+// the server's allowed one.
+func TestRootsReachTheServer(t *testing.T) {
+	fs := npmtest.Bin(t, "mcp-server-filesystem")
+	initial, theirs := t.TempDir(), t.TempDir()
+	c := newCLI(t)
+	c.writeConfig(map[string]any{"fs": map[string]any{"command": fs, "args": []string{initial}}})
+	d := tsclient.StartStdio(t, append(c.env(), "TSCLIENT_ROOTS="+(&url.URL{Scheme: "file", Path: theirs}).String()),
+		os.Args[0], "serve", "--stdio", "--config", c.config)
+	ctx := testCtx(t)
+	for e := range d.Events {
+		if e == "asked roots/list" {
+			break
+		}
+	}
+	for {
+		res, err := d.Call(ctx, "fs__list_allowed_directories", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(res.Text(), theirs) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the server's directories: %s", res.Text())
+		}
 	}
 }

@@ -185,7 +185,7 @@ func (s *Server) NotifyToolsChanged() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
-	if err := s.start(s.addr); err != nil {
+	if err := startAgain(func() error { return s.start(s.addr) }); err != nil {
 		t.Fatalf("httpserver: restart %v on %s: %v", s.kind, s.addr, err)
 	}
 }

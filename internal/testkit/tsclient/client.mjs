@@ -14,7 +14,9 @@
 //
 // Notifications become events: {"event":"tools/list_changed"}, and the
 // server's sampling, elicitation and roots requests are answered as
-// "ts-client" ({"event":"asked","method":...} is printed for each).
+// "ts-client" ({"event":"asked","method":...} is printed for each); its
+// roots are those of $TSCLIENT_ROOTS (comma-separated URIs), or
+// file:///ts-client.
 import path from "node:path";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -40,9 +42,11 @@ client.setRequestHandler(types.ElicitRequestSchema, () => {
   out({ event: "asked", method: "elicitation/create" });
   return { action: "accept", content: { name: "ts-client" } };
 });
+// TSCLIENT_ROOTS, comma-separated URIs, are the client's roots.
+const roots = (process.env.TSCLIENT_ROOTS || "file:///ts-client").split(",").map((uri) => ({ uri, name: uri }));
 client.setRequestHandler(types.ListRootsRequestSchema, () => {
   out({ event: "asked", method: "roots/list" });
-  return { roots: [{ uri: "file:///ts-client", name: "ts-client" }] };
+  return { roots };
 });
 
 let transport;
