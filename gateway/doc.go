@@ -31,8 +31,8 @@
 // streamable HTTP (both protocol generations) behind the checks the MCP
 // specification asks of a local server (Origin, Host) and an optional bearer
 // token. Both refuse a message over the size limit with a JSON-RPC error and
-// go on. WatchConfig re-applies a config file when it changes, and
-// AdminHandler answers the command line's status, tools, call, watch and
+// go on. A ConfigWatcher re-applies a config file when it changes, and an
+// Admin endpoint answers the command line's status, tools, call, watch and
 // auth for a running gateway.
 //
 // The command line that runs all of this is cmd/mcpfleet.

@@ -198,7 +198,7 @@ func isLoopback(host string) bool {
 
 // ErrInsecureBind is the error of a listen address other than a loopback
 // one without a token or client certificates (see CheckBind).
-var ErrInsecureBind = errors.New("mcpfleet: gateway: serving on a non-loopback address needs a bearer token or client certificates")
+var ErrInsecureBind = errors.New("mcpfleet: gateway: serving beyond loopback needs authentication")
 
 // CheckBind checks that the gateway may listen on addr: a loopback address
 // always, another only when authenticated (a bearer token, or TLS with
@@ -219,5 +219,6 @@ func CheckBind(addr string, authenticated bool) error {
 	if where == "" {
 		where = "every interface"
 	}
-	return fmt.Errorf("%w (%s): give a bearer token or client certificates, or bind 127.0.0.1", ErrInsecureBind, where)
+	return fmt.Errorf("%w: %s is reachable from other machines: require a bearer token or client certificates, or bind 127.0.0.1",
+		ErrInsecureBind, where)
 }

@@ -167,7 +167,7 @@ func TestServeRefusesInsecureSetups(t *testing.T) {
 	c := newCLI(t)
 	c.writeConfig(map[string]any{})
 	code, _, errOut := c.run("serve", "--http", "0.0.0.0:0")
-	if code != exitError || !strings.Contains(errOut, "needs a bearer token or client certificates") {
+	if code != exitError || !strings.Contains(errOut, "require a bearer token or client certificates, or bind 127.0.0.1") {
 		t.Fatalf("0.0.0.0 without a token: %d %q", code, errOut)
 	}
 	token := filepath.Join(t.TempDir(), "token")

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -115,7 +116,8 @@ func run(ctx context.Context, args []string, e *env) int {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return exitError
 	}
-	fmt.Fprintf(e.stderr, "mcpfleet %s: %v\n", args[0], err)
+	// One prefix: the command's, in place of the library's.
+	fmt.Fprintf(e.stderr, "mcpfleet %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "mcpfleet: "))
 	return exitError
 }
 

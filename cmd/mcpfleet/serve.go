@@ -107,7 +107,7 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	if f.http != "" {
 		f.http = loopbackByDefault(f.http)
 		if err := gateway.CheckBind(f.http, token != "" || f.clientCA != ""); err != nil {
-			return err
+			return fmt.Errorf("%w (--token FILE, or --tls-cert/--tls-key/--client-ca)", err)
 		}
 	}
 	return serve(ctx, e, &f, token, level)
