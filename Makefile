@@ -14,7 +14,9 @@ CONFORMANCE_DIR := testdata/conformance
 # are the LLM adapters (llm/anthropic, llm/openai, llm/gemini) and the agent
 # example, each a module of its own with its SDK, and the shared stores
 # (store/redis, store/postgres), which start their own redis-server and
-# PostgreSQL (see the services target).
+# PostgreSQL (see the services target). cmd/mcpfleet needs nothing beyond
+# the core's dependencies (golang.org/x/sys tells a terminal), so it is in
+# the core module and ./... covers it.
 test: services npm conformance-npm vet crossbuild
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd otel && $(GO) test -race -count=1 ./...
@@ -69,7 +71,7 @@ conformance: conformance-npm
 
 # Benchmarks behind BENCHMARKS.md; compare with benchstat -col /impl.
 bench: npm
-	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/... ./toolsearch/
+	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/... ./toolsearch/ ./gateway/ ./cmd/mcpfleet/
 	cd otel && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 demo:

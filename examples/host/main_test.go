@@ -22,6 +22,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
+	"github.com/mcpfleet/mcpfleet/internal/texttable"
 )
 
 func TestMain(m *testing.M) {
@@ -239,8 +240,8 @@ func TestHostNoConfig(t *testing.T) {
 		}
 	}
 	for _, l := range out.snapshot() {
-		if len([]rune(l)) > width {
-			t.Errorf("line over %d columns: %q", width, l)
+		if len([]rune(l)) > texttable.Width {
+			t.Errorf("line over %d columns: %q", texttable.Width, l)
 		}
 	}
 

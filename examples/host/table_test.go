@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/texttable"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
@@ -18,8 +19,8 @@ func fits(t *testing.T, out string) []string {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	for _, l := range lines {
-		if n := utf8.RuneCountInString(l); n > width {
-			t.Errorf("line of %d columns, over %d:\n%s", n, width, l)
+		if n := utf8.RuneCountInString(l); n > texttable.Width {
+			t.Errorf("line of %d columns, over %d:\n%s", n, texttable.Width, l)
 		}
 	}
 	if t.Failed() {
@@ -128,44 +129,6 @@ func TestEventLineFitsWidth(t *testing.T) {
 			}
 			if !strings.HasPrefix(line, tc.want) {
 				t.Errorf("line %q, want it to start with %q", line, tc.want)
-			}
-		})
-	}
-}
-
-func TestPlural(t *testing.T) {
-	for n, want := range map[int]string{0: "0 servers", 1: "1 server", 2: "2 servers"} {
-		if got := plural(n, "server", "servers"); got != want {
-			t.Errorf("plural(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
-func TestWrap(t *testing.T) {
-	word := strings.Repeat("w", 150)
-	for _, tc := range []struct {
-		name, s string
-		n       int
-		want    []string
-	}{
-		{"empty", "", 3, nil},
-		{"fits", "  a b", 3, []string{"  a b"}},
-		{"at a space", "  " + strings.Repeat("x", 90) + " tail of it", 3,
-			[]string{"  " + strings.Repeat("x", 90) + " tail of", "      it"}},
-		{"no space", word, 2, []string{word[:width], "    " + word[width:]}},
-		{"bounded", strings.Repeat("ab ", 200), 2, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := wrap(tc.s, tc.n)
-			if len(got) > tc.n {
-				t.Fatalf("%d lines, over %d", len(got), tc.n)
-			}
-			fits(t, strings.Join(got, "\n"))
-			if tc.want != nil && strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("got %q\nwant %q", got, tc.want)
-			}
-			if tc.name == "bounded" && !strings.HasSuffix(got[1], "…") {
-				t.Errorf("the last line is not cut: %q", got[1])
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/texttable"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
@@ -17,7 +18,7 @@ func (h *host) timeline(events <-chan client.Event) {
 	for e := range events {
 		var b strings.Builder
 		if e.Dropped > 0 {
-			fmt.Fprintf(&b, "* (%s lost: the timeline fell behind)\n", plural(int(e.Dropped), "event", "events"))
+			fmt.Fprintf(&b, "* (%s lost: the timeline fell behind)\n", texttable.Plural(int(e.Dropped), "event", "events"))
 		}
 		b.WriteString(eventLine(e) + "\n")
 		h.write(b.String())
@@ -30,13 +31,13 @@ func (h *host) timeline(events <-chan client.Event) {
 func eventLine(e client.Event) string {
 	stamp := "* " + e.Time.Format("15:04:05.000") + " "
 	line := stamp + describe(e, false)
-	if utf8.RuneCountInString(line) > width {
+	if utf8.RuneCountInString(line) > texttable.Width {
 		line = stamp + describe(e, true)
 	}
 	if e.Err != nil {
 		return line
 	}
-	return cut(line, width)
+	return texttable.Cut(line, texttable.Width)
 }
 
 // describe renders one event; brief counts a catalog change's tools
@@ -72,7 +73,7 @@ func diffText(d *snapshot.Diff, brief bool) string {
 		switch {
 		case len(names) == 0:
 		case brief:
-			fmt.Fprintf(&b, " %s %s;", what, plural(len(names), "tool", "tools"))
+			fmt.Fprintf(&b, " %s %s;", what, texttable.Plural(len(names), "tool", "tools"))
 		default:
 			fmt.Fprintf(&b, " %s %s;", what, strings.Join(names, " "))
 		}

@@ -35,6 +35,10 @@ const (
 	// GoSDKStateless is the official Go SDK's streamable HTTP handler with
 	// StreamableHTTPOptions.Stateless.
 	GoSDKStateless
+	// MCPGoReadOnly is MCPGoStateful whose echo and add declare
+	// readOnlyHint, so that a client replays a call of them lost in a
+	// restart (see readonly.go). It is not in Kinds.
+	MCPGoReadOnly
 )
 
 // Kinds lists every Kind, for table tests.
@@ -53,6 +57,8 @@ func (k Kind) String() string {
 		return "gosdk-stateful"
 	case GoSDKStateless:
 		return "gosdk-stateless"
+	case MCPGoReadOnly:
+		return "mcpgo-readonly"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -179,7 +185,7 @@ func (s *Server) NotifyToolsChanged() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
-	if err := s.start(s.addr); err != nil {
+	if err := startAgain(func() error { return s.start(s.addr) }); err != nil {
 		t.Fatalf("httpserver: restart %v on %s: %v", s.kind, s.addr, err)
 	}
 }
@@ -256,7 +262,7 @@ func (s *Server) middleware(next http.Handler, stopped <-chan struct{}) http.Han
 
 func (s *Server) newImpl() mcpImpl {
 	switch s.kind {
-	case MCPGo, MCPGoStateful, MCPGoSSE:
+	case MCPGo, MCPGoStateful, MCPGoSSE, MCPGoReadOnly:
 		return newMCPGo(s.kind)
 	default:
 		return newGoSDK(s.kind == GoSDKStateless)

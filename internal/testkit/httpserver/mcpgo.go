@@ -19,12 +19,16 @@ type mcpGo struct {
 
 func newMCPGo(kind Kind) *mcpGo {
 	s := server.NewMCPServer("httpserver-mcpgo", "1.0.0", server.WithToolCapabilities(true))
-	AddMCPGoTools(s)
+	if kind == MCPGoReadOnly {
+		addReadOnlyTools(s)
+	} else {
+		AddMCPGoTools(s)
+	}
 	m := &mcpGo{mcp: s}
 	switch kind {
 	case MCPGoSSE:
 		m.sse = server.NewSSEServer(s)
-	case MCPGoStateful:
+	case MCPGoStateful, MCPGoReadOnly:
 		m.streamable = server.NewStreamableHTTPServer(s, server.WithStateful(true))
 	default:
 		m.streamable = server.NewStreamableHTTPServer(s)

@@ -1,4 +1,7 @@
-package main
+// Package texttable lays out text for a terminal beside an editor: tables
+// whose columns are cut to fit a width, wrapped notes, counted nouns. The
+// example host and the mcpfleet command line print with it.
+package texttable
 
 import (
 	"fmt"
@@ -7,38 +10,41 @@ import (
 	"unicode/utf8"
 )
 
-// width is how many columns the host's tables and lines may take: a
-// terminal beside an editor.
-const width = 100
+// Width is how many columns tables and lines may take: a terminal beside
+// an editor.
+const Width = 100
 
 // gap separates a table's columns.
 const gap = "  "
 
-// table lays out rows of cells in columns as wide as their widest cell,
-// fitted to width: while it is too wide, the columns in shrink (in that
+// Table lays out rows of cells in columns as wide as their widest cell,
+// fitted to Width: while it is too wide, the columns in Shrink (in that
 // order) are cut down to their minimum, a cut cell ending in "…"; then
 // every column, widest first. A row may have a note, printed under it and
-// wrapped (see wrap).
-type table struct {
+// wrapped (see Wrap).
+type Table struct {
 	rows  [][]string
 	notes []string
-	// shrink lists columns that may be cut, each with the width below
+	// Shrink lists columns that may be cut, each with the width below
 	// which it is not cut until every other one has been.
-	shrink []shrinkable
+	Shrink []Shrink
 }
 
-type shrinkable struct{ col, min int }
+// Shrink is a column that may be cut, and the width it keeps until every
+// other column has been cut.
+type Shrink struct{ Col, Min int }
 
-func (t *table) row(cells ...string) {
+// Row adds a row.
+func (t *Table) Row(cells ...string) {
 	t.rows = append(t.rows, cells)
 	t.notes = append(t.notes, "")
 }
 
-// note sets the note of the last row.
-func (t *table) note(s string) { t.notes[len(t.notes)-1] = s }
+// Note sets the note of the last row.
+func (t *Table) Note(s string) { t.notes[len(t.notes)-1] = s }
 
-// write prints the table; no line is wider than width.
-func (t *table) write(w io.Writer) {
+// Write prints the table; no line is wider than Width.
+func (t *Table) Write(w io.Writer) {
 	var widths []int
 	for _, r := range t.rows {
 		for c, cell := range r {
@@ -48,17 +54,17 @@ func (t *table) write(w io.Writer) {
 			widths[c] = max(widths[c], utf8.RuneCountInString(cell))
 		}
 	}
-	over := len(gap)*(len(widths)-1) - width
+	over := len(gap)*(len(widths)-1) - Width
 	for _, w := range widths {
 		over += w
 	}
-	for _, s := range t.shrink {
+	for _, s := range t.Shrink {
 		if over <= 0 {
 			break
 		}
-		if s.col < len(widths) && widths[s.col] > s.min {
-			cut := min(over, widths[s.col]-s.min)
-			widths[s.col] -= cut
+		if s.Col < len(widths) && widths[s.Col] > s.Min {
+			cut := min(over, widths[s.Col]-s.Min)
+			widths[s.Col] -= cut
 			over -= cut
 		}
 	}
@@ -78,14 +84,14 @@ func (t *table) write(w io.Writer) {
 	for i, r := range t.rows {
 		var b strings.Builder
 		for c, cell := range r {
-			cell = cut(cell, widths[c])
+			cell = Cut(cell, widths[c])
 			b.WriteString(cell)
 			if c < len(r)-1 {
 				b.WriteString(strings.Repeat(" ", widths[c]-utf8.RuneCountInString(cell)) + gap)
 			}
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-		for _, l := range wrap(t.notes[i], noteLines) {
+		for _, l := range Wrap(t.notes[i], noteLines) {
 			fmt.Fprintln(w, l)
 		}
 	}
@@ -94,23 +100,23 @@ func (t *table) write(w io.Writer) {
 // noteLines bounds the lines a table's note takes.
 const noteLines = 3
 
-// wrap breaks s into at most n lines of at most width columns, at spaces
+// Wrap breaks s into at most n lines of at most Width columns, at spaces
 // where it can; lines after the first are indented four columns more than
 // the first, and the last is cut with "…" if s does not fit.
-func wrap(s string, n int) []string {
+func Wrap(s string, n int) []string {
 	if s == "" {
 		return nil
 	}
 	indent := strings.Repeat(" ", len(s)-len(strings.TrimLeft(s, " "))+4)
 	var out []string
 	for len(out) < n {
-		if utf8.RuneCountInString(s) <= width || len(out) == n-1 {
-			return append(out, cut(s, width))
+		if utf8.RuneCountInString(s) <= Width || len(out) == n-1 {
+			return append(out, Cut(s, Width))
 		}
 		rs := []rune(s)
-		at := width
-		if sp := strings.LastIndexByte(string(rs[:width+1]), ' '); sp > len(indent) {
-			at = utf8.RuneCountInString(string(rs[:width+1])[:sp])
+		at := Width
+		if sp := strings.LastIndexByte(string(rs[:Width+1]), ' '); sp > len(indent) {
+			at = utf8.RuneCountInString(string(rs[:Width+1])[:sp])
 		}
 		out = append(out, strings.TrimRight(string(rs[:at]), " "))
 		s = indent + strings.TrimLeft(string(rs[at:]), " ")
@@ -118,8 +124,8 @@ func wrap(s string, n int) []string {
 	return out
 }
 
-// cut shortens s to n runes, its last one "…" if anything was cut.
-func cut(s string, n int) string {
+// Cut shortens s to n runes, its last one "…" if anything was cut.
+func Cut(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -129,8 +135,8 @@ func cut(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// plural counts n things: "1 server", "2 servers".
-func plural(n int, one, many string) string {
+// Plural counts n things: "1 server", "2 servers".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/texttable"
+)
+
+func cmdStatus(ctx context.Context, args []string, e *env) error {
+	var c commonFlags
+	fs := newFlags("status", e, &c, "[--config FILE] [--json] [--direct]")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected arguments %q", pos)
+	}
+	f, err := openFleet(ctx, e, c.config, c.direct)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	reports, err := f.status(ctx)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(e.stdout, map[string]any{"servers": reports})
+	}
+	writeStatus(e.stdout, reports, time.Now())
+	return nil
+}
+
+// writeStatus prints one row per server, fitted to 100 columns, with its
+// last error (or where to authorize it) under it.
+func writeStatus(w io.Writer, reports []gateway.ServerReport, now time.Time) {
+	if len(reports) == 0 {
+		fmt.Fprintln(w, "no servers")
+		return
+	}
+	t := texttable.Table{Shrink: []texttable.Shrink{{Col: 0, Min: 12}, {Col: 7, Min: 8}, {Col: 1, Min: 12}}}
+	t.Row("SERVER", "STATE", "GEN", "TOOLS", "CALLS", "FAILED", "RECONNECTS", "RETRY")
+	for _, r := range reports {
+		retry := "-"
+		switch {
+		case !r.NextRetry.IsZero() && r.NextRetry.After(now):
+			retry = fmt.Sprintf("#%d in %s", r.Attempt+1, r.NextRetry.Sub(now).Round(100*time.Millisecond))
+		case !r.NextRetry.IsZero():
+			retry = fmt.Sprintf("#%d dialing", r.Attempt+1)
+		case r.Attempt > 0:
+			retry = fmt.Sprintf("%d failed", r.Attempt)
+		}
+		state := r.State
+		if r.Cached {
+			state += " (cached)"
+		}
+		t.Row(r.Name, state, strconv.FormatUint(r.Generation, 10), strconv.Itoa(r.Tools), strconv.FormatUint(r.Requests, 10),
+			strconv.FormatUint(r.Failed, 10), strconv.FormatUint(r.Reconnects, 10), retry)
+		switch {
+		case r.AuthorizationURL != "":
+			t.Note("  authorize: mcpfleet auth " + r.Name)
+		case r.LastError != "":
+			t.Note("  last error: " + firstLine(r.LastError))
+		case r.CatalogError != "":
+			t.Note("  catalog error: " + firstLine(r.CatalogError))
+		}
+	}
+	t.Write(w)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func cmdTools(ctx context.Context, args []string, e *env) error {
+	var c commonFlags
+	fs := newFlags("tools", e, &c, "[QUERY] [--config FILE] [--json] [-k N]")
+	k := fs.Int("k", 10, "how many matches of QUERY to show")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	query := strings.Join(pos, " ")
+	f, err := openFleet(ctx, e, c.config, c.direct)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	tools, err := f.tools(ctx, query, *k)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(e.stdout, map[string]any{"tools": tools})
+	}
+	if len(tools) == 0 {
+		if query != "" {
+			fmt.Fprintf(e.stdout, "no tool matches %q\n", query)
+		} else {
+			fmt.Fprintln(e.stdout, "no tools")
+		}
+		return nil
+	}
+	t := texttable.Table{Shrink: []texttable.Shrink{{Col: 2, Min: 30}, {Col: 0, Min: 20}}}
+	t.Row("TOOL", "", "DESCRIPTION")
+	for _, tr := range tools {
+		mark := ""
+		if tr.ReadOnly {
+			mark = "ro"
+		}
+		t.Row(tr.Name, mark, firstLine(tr.Description))
+	}
+	t.Write(e.stdout)
+	return nil
+}
+
+func cmdCall(ctx context.Context, args []string, e *env) error {
+	var c commonFlags
+	fs := newFlags("call", e, &c, "SERVER/TOOL|SERVER__TOOL ['JSON arguments'] [--config FILE] [--json]")
+	timeout := fs.Duration("timeout", 0, "give up on the call after this long (0: never)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return usagef("call takes a tool and, optionally, its arguments as a JSON object")
+	}
+	var callArgs json.RawMessage
+	if len(pos) == 2 {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(pos[1]), &obj); err != nil {
+			return usagef("the arguments must be a JSON object: %v", err)
+		}
+		callArgs = json.RawMessage(pos[1])
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	f, err := openFleet(ctx, e, c.config, c.direct)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	p := newProgress(e.stderr, e.tty)
+	label := "calling " + pos[0]
+	if e.tty {
+		p.set(label)
+	}
+	res, err := f.call(ctx, pos[0], callArgs, func(r gateway.ProgressReport) { p.set(label + ": " + progressText(r)) })
+	p.end()
+	if err != nil {
+		return err
+	}
+	if c.json {
+		if err := printJSON(e.stdout, res); err != nil {
+			return err
+		}
+	} else {
+		out := e.stdout
+		if res.IsError {
+			out = e.stderr
+		}
+		writeResult(out, res)
+	}
+	if res.IsError {
+		return errErrorResult
+	}
+	return nil
+}
+
+// progressText renders a progress report: "3/10 copying".
+func progressText(r gateway.ProgressReport) string {
+	s := strconv.FormatFloat(r.Progress, 'f', -1, 64)
+	if r.Total > 0 {
+		s += "/" + strconv.FormatFloat(r.Total, 'f', -1, 64)
+	}
+	if r.Message != "" {
+		s += " " + r.Message
+	}
+	return s
+}
+
+// writeResult prints a tool's result: its text, and a line for each piece
+// that is not text; the structured content if there is nothing else.
+func writeResult(w io.Writer, res *mcp.CallToolResult) {
+	printed := false
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case mcp.TextContent:
+			fmt.Fprintln(w, c.Text)
+		case mcp.ImageContent:
+			fmt.Fprintf(w, "[image %s, %d base64 bytes]\n", c.MIMEType, len(c.Data))
+		case mcp.AudioContent:
+			fmt.Fprintf(w, "[audio %s, %d base64 bytes]\n", c.MIMEType, len(c.Data))
+		case mcp.ResourceLink:
+			fmt.Fprintf(w, "[resource link %s]\n", c.URI)
+		case mcp.EmbeddedResource:
+			if t, ok := c.Resource.(mcp.TextResourceContents); ok {
+				fmt.Fprintf(w, "[resource %s]\n%s\n", t.URI, t.Text)
+			} else {
+				fmt.Fprintln(w, "[embedded resource]")
+			}
+		default:
+			b, _ := json.Marshal(c)
+			fmt.Fprintln(w, string(b))
+		}
+		printed = true
+	}
+	if !printed && res.StructuredContent != nil {
+		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+		fmt.Fprintln(w, string(b))
+	}
+}
+
+// openBrowser opens url in the user's browser. Tests replace it.
+var openBrowser = func(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go cmd.Wait() //nolint:errcheck // the browser's exit says nothing about the authorization
+	return nil
+}
+
+func cmdAuth(ctx context.Context, args []string, e *env) error {
+	var c commonFlags
+	fs := newFlags("auth", e, &c, "SERVER [--config FILE] [--no-browser]")
+	noBrowser := fs.Bool("no-browser", false, "print the URL only; do not open a browser")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("auth takes the name of one server")
+	}
+	server := pos[0]
+	f, err := openFleet(ctx, e, c.config, c.direct)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	p := newProgress(e.stderr, e.tty)
+	defer p.end()
+	err = f.auth(ctx, server, func(url string) error {
+		fmt.Fprintf(e.stderr, "To authorize %s, open:\n  %s\n", server, url)
+		if !*noBrowser {
+			if err := openBrowser(url); err != nil {
+				fmt.Fprintf(e.stderr, "(could not open a browser: %v)\n", err)
+			}
+		}
+		p.set("waiting for the browser to come back")
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.end()
+	fmt.Fprintf(e.stdout, "%s is authorized\n", server)
+	return nil
+}
+
+func cmdWatch(ctx context.Context, args []string, e *env) error {
+	var c commonFlags
+	fs := newFlags("watch", e, &c, "[--config FILE] [--json]")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected arguments %q", pos)
+	}
+	f, err := openFleet(ctx, e, c.config, c.direct)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	err = f.watch(ctx, func(l gateway.StreamLine) error {
+		if c.json {
+			b, err := json.Marshal(l)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(e.stdout, string(b))
+			return err
+		}
+		switch {
+		case l.Servers != nil:
+			writeStatus(e.stdout, l.Servers, time.Now())
+		case l.Event != nil:
+			_, err := fmt.Fprintln(e.stdout, eventLine(*l.Event))
+			return err
+		case l.Error != "":
+			return errors.New(l.Error)
+		}
+		return nil
+	})
+	if ctx.Err() != nil {
+		return nil // interrupted: how a watch ends
+	}
+	return err
+}
+
+// eventLine renders an event on one line of at most 100 columns.
+func eventLine(r gateway.EventReport) string {
+	var b strings.Builder
+	b.WriteString(r.Time.Format("15:04:05.000") + " " + r.Server + ": ")
+	switch r.Kind {
+	case "state":
+		fmt.Fprintf(&b, "%s -> %s (generation %d", r.From, r.To, r.Generation)
+		if r.Attempt > 0 {
+			fmt.Fprintf(&b, ", attempt %d", r.Attempt)
+		}
+		if !r.NextRetry.IsZero() {
+			fmt.Fprintf(&b, ", next retry in %s", time.Until(r.NextRetry).Round(time.Millisecond))
+		}
+		b.WriteString(")")
+	case "catalog":
+		b.WriteString("catalog")
+		for _, x := range []struct {
+			sign  string
+			names []string
+		}{{"+", r.Added}, {"-", r.Removed}, {"~", r.Changed}} {
+			if len(x.names) > 0 {
+				fmt.Fprintf(&b, " %s%s", x.sign, texttable.Plural(len(x.names), "tool", "tools"))
+			}
+		}
+	case "log":
+		fmt.Fprintf(&b, "log %s", r.Level)
+		if r.Logger != "" {
+			b.WriteString(" " + r.Logger)
+		}
+		data, _ := json.Marshal(r.Data)
+		if s, ok := r.Data.(string); ok {
+			data = []byte(s)
+		}
+		b.WriteString(": " + string(data))
+	case "resource-updated":
+		b.WriteString("updated " + r.URI)
+	case "retry":
+		fmt.Fprintf(&b, "dial %d failed", r.Attempt)
+		if !r.NextRetry.IsZero() {
+			fmt.Fprintf(&b, ", next in %s", time.Until(r.NextRetry).Round(time.Millisecond))
+		}
+	default:
+		b.WriteString(r.Kind)
+		if r.Method != "" {
+			b.WriteString(" " + r.Method)
+		}
+		if r.Count > 0 {
+			fmt.Fprintf(&b, " (%d)", r.Count)
+		}
+	}
+	if r.Error != "" {
+		b.WriteString(": " + firstLine(r.Error))
+	}
+	if r.Dropped > 0 {
+		fmt.Fprintf(&b, " [%s lost before]", texttable.Plural(int(r.Dropped), "event", "events"))
+	}
+	return texttable.Cut(b.String(), texttable.Width)
+}

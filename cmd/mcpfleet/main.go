@@ -1,0 +1,188 @@
+// Command mcpfleet serves a fleet of MCP servers as one MCP server, and
+// tells a person what the fleet is doing.
+//
+//	mcpfleet serve  --config FILE [--stdio | --http ADDR] [--tool-search] ...
+//	mcpfleet status [--config FILE] [--json]
+//	mcpfleet tools  [QUERY] [--config FILE] [--json]
+//	mcpfleet call   SERVER/TOOL|SERVER__TOOL ['JSON'] [--config FILE] [--json]
+//	mcpfleet auth   SERVER [--config FILE] [--no-browser]
+//	mcpfleet watch  [--config FILE] [--json]
+//
+// The config file is the one Claude Desktop, Claude Code, Cursor, Gemini
+// CLI or VS Code reads (mcp.json by default). serve runs the fleet for an
+// MCP host: a host that starts it as its one stdio server (or connects to
+// --http) gets every server of the file behind it, reconnected when they
+// crash, with their tools under qualified names. The other commands talk
+// to the serve of the same config file if one runs (through its admin
+// endpoint, which only the user can reach), and otherwise start the
+// servers of the file themselves for as long as the command runs.
+//
+// Run mcpfleet COMMAND -h for a command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	os.Exit(mainCode())
+}
+
+// mainCode runs the command of the process's arguments and returns its
+// exit code.
+func mainCode() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, os.Args[1:], newEnv(os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stderr.Fd())))
+}
+
+// env is a command's world: its streams, whether stderr is a terminal (for
+// progress), and the logger the Manager of a direct command writes to
+// (nothing: what it would say, the commands show).
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	tty            bool
+	logger         *slog.Logger
+}
+
+func newEnv(stdin io.Reader, stdout, stderr io.Writer, tty bool) *env {
+	return &env{stdin: stdin, stdout: stdout, stderr: stderr, tty: tty,
+		logger: slog.New(slog.DiscardHandler)}
+}
+
+const usage = `mcpfleet: many MCP servers as one, kept connected
+
+usage:
+  mcpfleet serve  --config FILE [--stdio | --http ADDR]   serve the fleet as one MCP server
+  mcpfleet status [--config FILE] [--json]                every server's state
+  mcpfleet tools  [QUERY] [--config FILE] [--json]        the tools, or the best matches of QUERY
+  mcpfleet call   TOOL ['JSON'] [--config FILE] [--json]  call SERVER/TOOL or SERVER__TOOL
+  mcpfleet auth   SERVER [--config FILE]                  authorize an OAuth server in a browser
+  mcpfleet watch  [--config FILE] [--json]                events as they happen
+
+The config file (default mcp.json, or $MCPFLEET_CONFIG) is the mcpServers file of
+Claude Desktop, Claude Code, Cursor or Gemini CLI, or VS Code's mcp.json. The
+commands other than serve use the serve of the same file if one runs.
+Run mcpfleet COMMAND -h for a command's flags.
+`
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed, or a call's result is an error
+	exitUsage = 2
+)
+
+// run runs the command of args and returns its exit code.
+func run(ctx context.Context, args []string, e *env) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return exitUsage
+	}
+	cmds := map[string]func(context.Context, []string, *env) error{
+		"serve": cmdServe, "status": cmdStatus, "tools": cmdTools, "call": cmdCall, "auth": cmdAuth, "watch": cmdWatch,
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			fmt.Fprint(e.stdout, usage)
+			return exitOK
+		}
+		fmt.Fprintf(e.stderr, "mcpfleet: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	err := cmd(ctx, args[1:], e)
+	var u usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &u):
+		if u.msg != "" { // else the flag package said it
+			fmt.Fprintf(e.stderr, "mcpfleet %s: %v\n", args[0], err)
+		}
+		return exitUsage
+	case errors.Is(err, errErrorResult):
+		return exitError
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return exitError
+	}
+	// One prefix: the command's, in place of the library's.
+	fmt.Fprintf(e.stderr, "mcpfleet %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "mcpfleet: "))
+	return exitError
+}
+
+// usageError is a mistake in a command's arguments.
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// errErrorResult is the error of a call whose result is an error result: it
+// was printed, and the exit code says so.
+var errErrorResult = errors.New("the tool's result is an error")
+
+// commonFlags are the flags every command but serve takes.
+type commonFlags struct {
+	config string
+	direct bool
+	json   bool
+}
+
+// newFlags returns the flag set of command name, with the common flags.
+func newFlags(name string, e *env, c *commonFlags, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcpfleet "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: mcpfleet %s %s\n\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.config, "config", defaultConfig(), "the config `file`")
+	if name != "serve" {
+		fs.BoolVar(&c.direct, "direct", false, "start the config's servers here even if a serve of it runs")
+		fs.BoolVar(&c.json, "json", false, "print JSON, for programs")
+	}
+	return fs
+}
+
+// defaultConfig is the config file when --config is not given.
+func defaultConfig() string {
+	if p := os.Getenv("MCPFLEET_CONFIG"); p != "" {
+		return p
+	}
+	return "mcp.json"
+}
+
+// parse parses args into fs, allowing flags after the positional
+// arguments (mcpfleet call notes__find '{}' --json), and returns the
+// positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{} // the flag package printed it, with the usage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

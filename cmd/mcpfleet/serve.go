@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
+)
+
+// serveFlags are serve's flags.
+type serveFlags struct {
+	common        commonFlags
+	stdio         bool
+	http          string
+	tokenFile     string
+	tlsCert       string
+	tlsKey        string
+	clientCA      string
+	origins       stringList
+	toolSearch    bool
+	admin         bool
+	logLevel      string
+	maxMessage    int64
+	inFlight      int
+	rate          float64
+	watchInterval time.Duration
+	startupWait   time.Duration
+}
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// defaultStartupWait is how long serve's first tools/list waits for the
+// servers still connecting: hosts that list tools once, at start, see them.
+const defaultStartupWait = 10 * time.Second
+
+// readyLine starts the line serve writes to stderr once it answers: tests
+// and scripts wait for it.
+const readyLine = "mcpfleet: serving MCP on "
+
+func cmdServe(ctx context.Context, args []string, e *env) error {
+	var f serveFlags
+	fs := newFlags("serve", e, &f.common, "--config FILE [--stdio | --http ADDR] [flags]")
+	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin and stdout (the default)")
+	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --token or --client-ca")
+	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the key `FILE` of --tls-cert (PEM)")
+	fs.StringVar(&f.clientCA, "client-ca", "", "require client certificates signed by the CAs in `FILE` (PEM); needs --tls-cert")
+	fs.Var(&f.origins, "allow-origin", "a browser `origin` allowed besides local ones (repeatable)")
+	fs.BoolVar(&f.toolSearch, "tool-search", false, "serve search_tools and call_tool instead of every tool")
+	fs.BoolVar(&f.admin, "admin", true, "answer status, tools, call, watch and auth on a local admin endpoint")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level` on stderr: debug, info, warn or error")
+	fs.Int64Var(&f.maxMessage, "max-message", 0, "the largest message a client may send, in `bytes` (default 16 MiB, as from servers)")
+	fs.IntVar(&f.inFlight, "session-max-in-flight", 0, fmt.Sprintf("requests one client may have in flight (default %d; -1: no limit)", gateway.DefaultSessionMaxInFlight))
+	fs.Float64Var(&f.rate, "session-rate", 0, fmt.Sprintf("requests a second one client may send (default %d; -1: no limit)", gateway.DefaultSessionRequestRate))
+	fs.DurationVar(&f.watchInterval, "watch-interval", gateway.DefaultWatchInterval, "how often to look for changes of the config file")
+	fs.DurationVar(&f.startupWait, "startup-wait", defaultStartupWait, "how long the first tools/list may wait for servers still connecting (0: not at all)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected arguments %q", pos)
+	}
+	if f.stdio && f.http != "" {
+		return usagef("--stdio and --http exclude each other")
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	if f.clientCA != "" && f.tlsCert == "" {
+		return usagef("--client-ca needs --tls-cert and --tls-key")
+	}
+	if f.http == "" && (f.tokenFile != "" || f.tlsCert != "" || len(f.origins) > 0) {
+		return usagef("--token, --tls-cert, --client-ca and --allow-origin are for --http")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return usagef("--log-level: %v", err)
+	}
+	token := ""
+	if f.tokenFile != "" {
+		if token, err = readSecretFile(f.tokenFile); err != nil {
+			return fmt.Errorf("--token: %w", err)
+		}
+	}
+	if f.http != "" {
+		f.http = loopbackByDefault(f.http)
+		if err := gateway.CheckBind(f.http, token != "" || f.clientCA != ""); err != nil {
+			return fmt.Errorf("%w (--token FILE, or --tls-cert/--tls-key/--client-ca)", err)
+		}
+	}
+	return serve(ctx, e, &f, token, level)
+}
+
+// loopbackByDefault completes an address given as a port alone ("8931" or
+// ":8931") with 127.0.0.1: serve binds loopback unless told otherwise
+// ("0.0.0.0:8931", which needs authentication).
+func loopbackByDefault(addr string) string {
+	if _, err := strconv.Atoi(addr); err == nil {
+		return "127.0.0.1:" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}
+
+// version is mcpfleet's version: the module's, when built from a tagged
+// module, else "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// serve runs the fleet of the config until ctx ends (or, over stdio, the
+// client closes stdin).
+func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.Level) error {
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	config := f.common.config
+	paths, err := pathsFor(config)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(paths.dir, 0o700); err != nil {
+		return fmt.Errorf("the state directory: %w", err)
+	}
+	cw, cfg, err := gateway.NewConfigWatcher(config, gateway.WatchOptions{Interval: f.watchInterval, Logger: logger})
+	if err != nil {
+		return err
+	}
+
+	fw := gateway.NewForwarder()
+	m := client.New(append(fw.ClientOptions(),
+		client.WithLogger(logger),
+		client.WithClientInfo(mcp.Implementation{Name: "mcpfleet", Version: version()}),
+		client.WithTokenStore(oauth.NewFileStore(paths.tokens)),
+		client.WithCatalogCache(paths.catalogs), // the tools of lazy servers are known at once
+		client.WithStateFile(paths.children),    // what a crashed serve left running is ended
+	)...)
+	defer m.Close()
+	actx, cancel := context.WithTimeout(ctx, gateway.DefaultApplyTimeout)
+	res, err := m.Apply(actx, cfg)
+	cancel()
+	if err != nil {
+		logger.Error("mcpfleet: config: applied with errors", "path", config, "summary", res.String(), "err", err)
+	} else {
+		logger.Info("mcpfleet: config: applied", "path", config, "summary", res.String())
+	}
+
+	gopts := []gateway.Option{gateway.WithForwarder(fw), gateway.WithLogger(logger), gateway.WithServerInfo("mcpfleet", version()),
+		gateway.WithSessionLimits(f.inFlight, f.rate), gateway.WithMaxMessageBytes(f.maxMessage), gateway.WithStartupWait(f.startupWait)}
+	if f.toolSearch {
+		gopts = append(gopts, gateway.WithToolSearch())
+	}
+	g := gateway.New(m, gopts...)
+	defer g.Close()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wg.Go(func() { cw.Run(ctx, m) })
+
+	if f.admin {
+		closeAdmin, err := startAdmin(ctx, m, config, paths.admin, logger)
+		if err != nil {
+			return err
+		}
+		defer closeAdmin()
+	}
+
+	if f.http == "" {
+		logger.Info(readyLine + "stdio")
+		return g.ServeStdio(ctx, e.stdin, e.stdout)
+	}
+	return serveHTTP(ctx, e, f, g, token, logger)
+}
+
+// serveHTTP serves the gateway over streamable HTTP until ctx ends.
+func serveHTTP(ctx context.Context, e *env, f *serveFlags, g *gateway.Gateway, token string, logger *slog.Logger) error {
+	h := g.HTTPHandler(gateway.HTTPOptions{Token: token, AllowedOrigins: f.origins})
+	ln, err := net.Listen("tcp", f.http)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if f.tlsCert != "" {
+		tc, err := tlsConfig(f)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		ln = tls.NewListener(ln, tc)
+		scheme = "https"
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	// The line a host or a script waits for: the address with the port
+	// chosen, once connections are accepted.
+	fmt.Fprintf(e.stderr, "%s%s://%s/mcp\n", readyLine, scheme, ln.Addr())
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = h.Shutdown(sctx) // ends the sessions, whose streams hold connections open
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	<-served
+	return nil
+}
+
+// tlsConfig is the TLS of --tls-cert, --tls-key and --client-ca.
+func tlsConfig(f *serveFlags) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if f.clientCA != "" {
+		pem, err := os.ReadFile(f.clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--client-ca: no certificate in %s", f.clientCA)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
+}
+
+// startAdmin serves the admin endpoint on a port of 127.0.0.1 and writes
+// the admin file that the commands find it by. The returned function stops
+// it and removes the file.
+func startAdmin(ctx context.Context, m *client.Manager, config, path string, logger *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("the admin endpoint: %w", err)
+	}
+	token := newToken()
+	admin := gateway.NewAdmin(m, token)
+	srv := &http.Server{Handler: admin, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("mcpfleet: the admin endpoint stopped", "err", err)
+		}
+	}()
+	abs := config
+	if a, err := absPath(config); err == nil {
+		abs = a
+	}
+	if err := writeAdminFile(path, adminFile{Addr: ln.Addr().String(), Token: token, PID: os.Getpid(), Config: abs, Started: time.Now()}); err != nil {
+		srv.Close()
+		<-served
+		return nil, fmt.Errorf("the admin file: %w", err)
+	}
+	logger.Debug("mcpfleet: admin endpoint", "addr", ln.Addr().String(), "file", path)
+	return func() {
+		removeAdminFile(path, token)
+		srv.Close() // its watch streams end with ctx, which ends first
+		<-served
+		admin.Close()
+	}, nil
+}

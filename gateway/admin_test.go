@@ -1,0 +1,100 @@
+package gateway_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/upstream"
+)
+
+// TestAdmin: the admin endpoint answers status, tools, call and watch to a
+// request with the token, and refuses one without it, and one from a
+// browser (an Origin header) even with it.
+func TestAdmin(t *testing.T) {
+	f := newFleet(t, map[string]client.ServerSpec{"a": {Dialer: client.InProcess(upstream.New("a").MCPServer)}})
+	admin := gateway.NewAdmin(f.m, "s3cret")
+	ts := httptest.NewServer(admin)
+	t.Cleanup(func() { // after the responses' bodies are closed
+		ts.Close()
+		admin.Close()
+	})
+	do := func(method, path, body string, header map[string]string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(testCtx(t), method, ts.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	auth := map[string]string{"Authorization": "Bearer s3cret"}
+	if resp := do("GET", "/v1/status", "", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", resp.StatusCode)
+	}
+	if resp := do("GET", "/v1/status", "", map[string]string{"Authorization": "Bearer s3cre"}); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %d", resp.StatusCode)
+	}
+	if resp := do("GET", "/v1/status", "", map[string]string{"Authorization": "Bearer s3cret", "Origin": "http://localhost:3000"}); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("from a browser: %d", resp.StatusCode)
+	}
+
+	var status struct{ Servers []gateway.ServerReport }
+	if err := json.NewDecoder(do("GET", "/v1/status", "", auth).Body).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Servers) != 1 || status.Servers[0].Name != "a" || status.Servers[0].State != "Connected" || status.Servers[0].Tools == 0 {
+		t.Fatalf("status %+v", status.Servers)
+	}
+	var tools struct{ Tools []gateway.ToolReport }
+	if err := json.NewDecoder(do("GET", "/v1/tools?q=echo+text&k=1", "", auth).Body).Decode(&tools); err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 1 || tools.Tools[0].Name != "a__echo" || !tools.Tools[0].ReadOnly {
+		t.Fatalf("tools %+v", tools.Tools)
+	}
+
+	lines := bufio.NewScanner(do("POST", "/v1/call", `{"tool":"a__progress","arguments":{"steps":2}}`, auth).Body)
+	var got []gateway.StreamLine
+	for lines.Scan() {
+		var l gateway.StreamLine
+		if err := json.Unmarshal(lines.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	if len(got) != 3 || got[0].Progress == nil || got[1].Progress == nil || got[2].Result == nil {
+		t.Fatalf("call stream %+v", got)
+	}
+
+	watch := bufio.NewScanner(do("GET", "/v1/watch", "", auth).Body)
+	var first gateway.StreamLine
+	if !watch.Scan() || json.Unmarshal(watch.Bytes(), &first) != nil || len(first.Servers) != 1 {
+		t.Fatalf("watch starts with %s", watch.Text())
+	}
+	if err := f.m.Disable(testCtx(t), "a"); err != nil {
+		t.Fatal(err)
+	}
+	for watch.Scan() {
+		var l gateway.StreamLine
+		if err := json.Unmarshal(watch.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Event != nil && l.Event.Kind == "state" && l.Event.To == "Disabled" {
+			return
+		}
+	}
+	t.Fatalf("watch ended before the server was disabled: %v", watch.Err())
+}

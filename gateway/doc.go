@@ -1,0 +1,39 @@
+// Package gateway serves a client.Manager's fleet of MCP servers as one MCP
+// server, so that any MCP host (Claude Desktop, VS Code, Cursor, an agent in
+// another language) gets what the Manager keeps: servers that restart
+// without the host noticing, last-good catalogs, classified errors, one
+// place for OAuth, filters and limits, and tool search for hosts that cap
+// their tools.
+//
+// The gateway is mcp-go's server (package server) in front of the Manager:
+//
+//   - tools are served under their qualified names ("files__read_file"),
+//     prompts under qualified names too, resources under their own URIs
+//     with their server named; the catalog follows the Manager's View, and
+//     every change reaches every downstream session as list_changed;
+//   - calls go through the Manager, so a call to a server that is
+//     reconnecting waits for it, a read-only call lost in a crash is
+//     replayed, and an error becomes an isError result in words a model
+//     can act on (llm.Explain), or a JSON-RPC error where the method has
+//     no result to carry it (prompts/get, resources/read);
+//   - progress and cancellation go both ways between a downstream request
+//     and the upstream call it made; log messages of the servers reach the
+//     sessions, and a session's logging/setLevel reaches the servers;
+//   - with a Forwarder, a server's sampling, elicitation and roots requests
+//     go to the downstream client whose call caused them (see Forwarder for
+//     how a request is attributed, and when it is refused);
+//   - each downstream session has its own resource subscriptions (a
+//     server is subscribed once, updates go only to the sessions that
+//     asked), its own limits (requests in flight, requests a second), and
+//     its calls end with it.
+//
+// ServeStdio serves one client on a pair of streams; HTTPHandler serves
+// streamable HTTP (both protocol generations) behind the checks the MCP
+// specification asks of a local server (Origin, Host) and an optional bearer
+// token. Both refuse a message over the size limit with a JSON-RPC error and
+// go on. A ConfigWatcher re-applies a config file when it changes, and an
+// Admin endpoint answers the command line's status, tools, call, watch and
+// auth for a running gateway.
+//
+// The command line that runs all of this is cmd/mcpfleet.
+package gateway

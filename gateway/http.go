@@ -1,0 +1,224 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpfleet/mcpfleet/internal/frame"
+)
+
+// DefaultSessionIdleTTL is how long an HTTP session may go without a
+// request before the gateway forgets it (a client that vanished without
+// ending its session).
+const DefaultSessionIdleTTL = time.Hour
+
+// HTTPOptions configures HTTPHandler.
+type HTTPOptions struct {
+	// Path is the MCP endpoint. Defaults to "/mcp".
+	Path string
+	// Token, if set, is the bearer token every request must carry
+	// (Authorization: Bearer <token>); others get 401.
+	Token string
+	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
+	// besides the local ones (localhost, 127.0.0.1, [::1], any port). A
+	// request with another Origin header gets 403: the MCP specification
+	// asks servers to validate Origin against DNS rebinding, and a page a
+	// browser loaded from elsewhere has no business with the fleet.
+	AllowedOrigins []string
+	// SessionIdleTTL is how long a session may go unused before it is
+	// forgotten (its calls are cancelled). Defaults to
+	// DefaultSessionIdleTTL; negative keeps sessions until they end.
+	SessionIdleTTL time.Duration
+}
+
+// HTTPHandler returns the gateway as a streamable HTTP server (both
+// protocol generations: sessions for clients before 2026-07-28, stateless
+// requests and subscriptions/listen streams for 2026-07-28), with these
+// checks before mcp-go sees a request:
+//
+//   - the bearer token, when o.Token is set;
+//   - the Origin header (see HTTPOptions.AllowedOrigins); mcp-go also
+//     refuses, on a loopback listener, a Host header that is not local;
+//   - the size of the body: one over the message size limit is not read
+//     past the limit and is answered 413 with a JSON-RPC error carrying
+//     the request's id, if it could be found.
+//
+// The handler serves o.Path and answers 404 elsewhere. Shutdown ends its
+// sessions; call it before Close.
+func (g *Gateway) HTTPHandler(o HTTPOptions) *HTTPServer {
+	if o.Path == "" {
+		o.Path = "/mcp"
+	}
+	ttl := o.SessionIdleTTL
+	if ttl == 0 {
+		ttl = DefaultSessionIdleTTL
+	}
+	sopts := []server.StreamableHTTPOption{
+		server.WithEndpointPath(o.Path),
+		server.WithStateful(true),
+		server.WithStreamableHTTPLogger(g.log),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			host, _, err := net.SplitHostPort(r.RemoteAddr)
+			if err != nil {
+				host = r.RemoteAddr
+			}
+			return context.WithValue(ctx, remoteKey{}, host)
+		}),
+	}
+	if ttl > 0 {
+		sopts = append(sopts, server.WithSessionIdleTTL(ttl))
+	}
+	h := &HTTPServer{g: g, o: o, mcp: server.NewStreamableHTTPServer(g.srv, sopts...)}
+	for _, origin := range o.AllowedOrigins {
+		h.origins = append(h.origins, strings.TrimRight(strings.ToLower(origin), "/"))
+	}
+	return h
+}
+
+// HTTPServer is the gateway's streamable HTTP handler (see
+// Gateway.HTTPHandler).
+type HTTPServer struct {
+	g       *Gateway
+	o       HTTPOptions
+	origins []string
+	mcp     *server.StreamableHTTPServer
+}
+
+// ServeHTTP checks the request and hands it to mcp-go.
+func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != h.o.Path {
+		http.NotFound(w, r)
+		return
+	}
+	if h.o.Token != "" && !bearerOK(r, h.o.Token) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpfleet"`)
+		http.Error(w, "mcpfleet: a bearer token is required", http.StatusUnauthorized)
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
+		http.Error(w, "mcpfleet: origin "+origin+" is not allowed", http.StatusForbidden)
+		return
+	}
+	if r.Method == http.MethodPost && !h.readBody(w, r) {
+		return
+	}
+	h.mcp.ServeHTTP(w, r)
+}
+
+// Shutdown ends every HTTP session (their calls are cancelled) and stops
+// the session sweeper.
+func (h *HTTPServer) Shutdown(ctx context.Context) error {
+	return h.mcp.Shutdown(ctx)
+}
+
+// readBody reads a POST's body up to the limit into memory, and answers
+// one over it with 413 and a JSON-RPC error. It reports whether the
+// request goes on.
+func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) bool {
+	limit := h.g.o.maxMessage
+	if limit <= 0 {
+		return true
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return true // mcp-go reports a broken body
+	}
+	if int64(len(body)) <= limit {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return true
+	}
+	// Over: keep reading to measure it and find the id at its end (up
+	// to four times the limit; past that the connection is closed).
+	size := int64(len(body))
+	var tail []byte
+	head := body[:min(len(body), keepHead)]
+	buf := make([]byte, 32<<10)
+	for size < 4*limit {
+		n, err := r.Body.Read(buf)
+		size += int64(n)
+		tail = append(tail, buf[:n]...)
+		if len(tail) > 2*keepTail {
+			tail = append(tail[:0], tail[len(tail)-keepTail:]...)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if len(tail) == 0 {
+		tail = body[max(0, len(body)-keepTail):]
+	}
+	h.g.log.Warn("mcpfleet: gateway: refused a message over the size limit", "size", size, "limit", limit)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = w.Write(tooLargeResponse(frame.MessageID(head, tail), size, limit))
+	return false
+}
+
+// bearerOK reports whether r carries token as its bearer token.
+func bearerOK(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
+}
+
+// originAllowed reports whether a browser page of origin may use the
+// gateway: a local one, or one allowed by name.
+func (h *HTTPServer) originAllowed(origin string) bool {
+	if slices.Contains(h.origins, strings.TrimRight(strings.ToLower(origin), "/")) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return isLoopback(u.Hostname())
+}
+
+// isLoopback reports whether host names this machine.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
+}
+
+// ErrInsecureBind is the error of a listen address other than a loopback
+// one without a token or client certificates (see CheckBind).
+var ErrInsecureBind = errors.New("mcpfleet: gateway: serving beyond loopback needs authentication")
+
+// CheckBind checks that the gateway may listen on addr: a loopback address
+// always, another only when authenticated (a bearer token, or TLS with
+// client certificates), since anyone who can reach it could otherwise
+// call every tool of the fleet.
+func CheckBind(addr string, authenticated bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host != "" && isLoopback(host) {
+		return nil
+	}
+	if authenticated {
+		return nil
+	}
+	where := host
+	if where == "" {
+		where = "every interface"
+	}
+	return fmt.Errorf("%w: %s is reachable from other machines: require a bearer token or client certificates, or bind 127.0.0.1",
+		ErrInsecureBind, where)
+}

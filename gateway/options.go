@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/client"
+)
+
+// Defaults of the gateway's options.
+const (
+	// DefaultSessionMaxInFlight is how many requests that go to a server
+	// (tools/call, prompts/get, resources/read) one downstream session may
+	// have in flight at once; more are refused with a JSON-RPC error.
+	DefaultSessionMaxInFlight = 64
+	// DefaultSessionRequestRate is how many requests a second one
+	// downstream session may send, in bursts of twice as many; more are
+	// refused with a JSON-RPC error.
+	DefaultSessionRequestRate = 200
+	// DefaultInputTimeout is how long a call whose server asked the
+	// downstream client something (sampling, elicitation, roots) on the
+	// 2026-07-28 protocol waits for the client to send the answer back
+	// before the call is cancelled: a person may be answering it.
+	DefaultInputTimeout = 10 * time.Minute
+	// DefaultName is the name the gateway gives clients in its server
+	// info.
+	DefaultName = "mcpfleet"
+)
+
+// Option configures a Gateway.
+type Option func(*options)
+
+type options struct {
+	name, version string
+	logger        *slog.Logger
+	toolSearch    bool
+	maxInFlight   int
+	requestRate   float64
+	maxMessage    int64
+	inputTimeout  time.Duration
+	forwarder     *Forwarder
+	instructions  string
+	startupWait   time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		name:         DefaultName,
+		version:      "dev",
+		logger:       slog.New(slog.DiscardHandler),
+		maxInFlight:  DefaultSessionMaxInFlight,
+		requestRate:  DefaultSessionRequestRate,
+		maxMessage:   client.DefaultMaxMessageBytes,
+		inputTimeout: DefaultInputTimeout,
+	}
+}
+
+// WithLogger sets the logger. Defaults to discarding everything.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithServerInfo sets the name and version the gateway gives clients.
+// Defaults to DefaultName and "dev".
+func WithServerInfo(name, version string) Option {
+	return func(o *options) {
+		if name != "" {
+			o.name = name
+		}
+		if version != "" {
+			o.version = version
+		}
+	}
+}
+
+// WithInstructions sets the instructions the gateway gives clients at
+// initialization. Defaults to none.
+func WithInstructions(s string) Option {
+	return func(o *options) { o.instructions = s }
+}
+
+// WithToolSearch serves two meta-tools, search_tools and call_tool (see
+// llm.MetaTools), instead of the fleet's whole catalog: for hosts that cap
+// how many tools they take, or whose model chooses worse among hundreds.
+// Prompts and resources are served as without it. Defaults to off.
+func WithToolSearch() Option {
+	return func(o *options) { o.toolSearch = true }
+}
+
+// WithSessionLimits bounds what one downstream session may cost the fleet:
+// maxInFlight requests that go to a server at once, and rate requests a
+// second (bursts of twice as many). Over either, the request gets a
+// JSON-RPC error naming the limit and the session goes on. Zero keeps a
+// default (DefaultSessionMaxInFlight, DefaultSessionRequestRate), a
+// negative value turns the limit off.
+func WithSessionLimits(maxInFlight int, rate float64) Option {
+	return func(o *options) {
+		if maxInFlight != 0 {
+			o.maxInFlight = maxInFlight
+		}
+		if rate != 0 {
+			o.requestRate = rate
+		}
+	}
+}
+
+// WithMaxMessageBytes bounds one message a downstream client sends, as
+// client.Limits.MaxMessageBytes bounds one a server sends: a longer one is
+// discarded while it is read and answered with a JSON-RPC error, and the
+// session goes on. Zero keeps the default, client.DefaultMaxMessageBytes;
+// a negative value turns the limit off.
+func WithMaxMessageBytes(n int64) Option {
+	return func(o *options) {
+		if n != 0 {
+			o.maxMessage = n
+		}
+	}
+}
+
+// WithInputTimeout sets how long a call waits for a 2026-07-28 client to
+// come back with the answers its server asked for (see
+// DefaultInputTimeout). Zero keeps the default.
+func WithInputTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.inputTimeout = d
+		}
+	}
+}
+
+// WithForwarder forwards the sampling, elicitation and roots requests of
+// the fleet's servers to the downstream clients whose calls caused them,
+// through f, whose ClientOptions the Manager was made with. Without it the
+// Manager answers them itself, or, without handlers of its own, servers
+// are told the host has none of those capabilities.
+func WithForwarder(f *Forwarder) Option {
+	return func(o *options) { o.forwarder = f }
+}
+
+// WithStartupWait makes the gateway's first answers to tools/list,
+// prompts/list and resources/list (and to a tools/call of a tool it does
+// not serve yet) wait, for at most d, until no server is connecting for
+// the first time: many hosts list a server's tools once, when they start
+// it, and would otherwise see an empty fleet. Servers that
+// are lazy or disabled are not waited for, and neither is one that keeps
+// failing (it is no longer connecting for the first time once it failed:
+// Reconnecting or PermanentlyFailed). Defaults to 0, no wait.
+func WithStartupWait(d time.Duration) Option {
+	return func(o *options) { o.startupWait = d }
+}

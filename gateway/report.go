@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/toolsearch"
+)
+
+// ServerReport is one server's status as the admin endpoint and the
+// command line's --json give it: client.ServerStatus and the server's
+// request counters, in plain JSON. Errors are their messages, which the
+// Manager keeps free of secrets.
+type ServerReport struct {
+	Name             string    `json:"name"`
+	State            string    `json:"state"`
+	Generation       uint64    `json:"generation"`
+	Attempt          int       `json:"attempt,omitempty"`
+	NextRetry        time.Time `json:"nextRetry,omitzero"`
+	LastError        string    `json:"lastError,omitempty"`
+	CatalogError     string    `json:"catalogError,omitempty"`
+	ConnectedAt      time.Time `json:"connectedAt,omitzero"`
+	InState          string    `json:"inState,omitempty"` // how long it has been in State
+	Protocol         string    `json:"protocol,omitempty"`
+	ServerName       string    `json:"serverName,omitempty"` // what the server calls itself
+	ServerVersion    string    `json:"serverVersion,omitempty"`
+	Tools            int       `json:"tools"`
+	FilteredTools    int       `json:"filteredTools,omitempty"`
+	Quarantined      int       `json:"quarantined,omitempty"`
+	Cached           bool      `json:"cached,omitempty"`
+	InFlight         int64     `json:"inFlight"`
+	Requests         uint64    `json:"requests"`
+	Failed           uint64    `json:"failed"` // requests that ended other than ok or a tool's own error
+	Reconnects       uint64    `json:"reconnects"`
+	Retries          uint64    `json:"retries"` // requests sent again: resent unsent, or replayed after a loss
+	AuthorizationURL string    `json:"authorizationUrl,omitempty"`
+	IdleTimeout      string    `json:"idleTimeout,omitempty"`
+	IdleSince        time.Time `json:"idleSince,omitzero"`
+}
+
+// Reports returns a report per server of m, sorted by name.
+func Reports(m *client.Manager) []ServerReport {
+	return MakeReports(m.Statuses(), m.Stats())
+}
+
+// MakeReports builds the reports of statuses (sorted by name) with the
+// counters of stats.
+func MakeReports(statuses []client.ServerStatus, stats client.Stats) []ServerReport {
+	byName := make(map[string]client.ServerStats, len(stats.Servers))
+	for _, s := range stats.Servers {
+		byName[s.Name] = s
+	}
+	out := make([]ServerReport, len(statuses))
+	for i, s := range statuses {
+		r := ServerReport{
+			Name: s.Name, State: s.State.String(), Generation: s.Generation, Attempt: s.Attempt,
+			NextRetry: s.NextRetry, ConnectedAt: s.ConnectedAt, Protocol: s.Protocol,
+			ServerName: s.ServerInfo.Name, ServerVersion: s.ServerInfo.Version,
+			Tools: s.Tools, FilteredTools: s.FilteredTools, Quarantined: len(s.Quarantined), Cached: s.Cached,
+			InFlight: s.InFlight, AuthorizationURL: s.AuthorizationURL, IdleSince: s.IdleSince,
+		}
+		if s.LastError != nil {
+			r.LastError = s.LastError.Error()
+		}
+		if s.CatalogError != nil {
+			r.CatalogError = s.CatalogError.Error()
+		}
+		if s.IdleTimeout > 0 {
+			r.IdleTimeout = s.IdleTimeout.String()
+		}
+		if st, ok := byName[s.Name]; ok {
+			r.Requests = st.Requests()
+			r.Failed = r.Requests - st.Calls[client.OutcomeOK] - st.Calls[client.OutcomeToolError]
+			r.Reconnects, r.Retries = st.Reconnects, st.Retries
+			r.InState = st.InState.Round(time.Millisecond).String()
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// ToolReport is one tool of the catalog, as `tools` lists it.
+type ToolReport struct {
+	Name        string  `json:"name"` // qualified
+	Server      string  `json:"server"`
+	Title       string  `json:"title,omitempty"`
+	Description string  `json:"description,omitempty"`
+	ReadOnly    bool    `json:"readOnly,omitempty"`
+	Score       float64 `json:"score,omitempty"` // of a search
+}
+
+// ToolReports lists m's tools, or, with a query, the best k matches of a
+// tool search (see toolsearch) in ts.
+func ToolReports(m *client.Manager, ts *client.ToolSearch, query string, k int) ([]ToolReport, error) {
+	var out []ToolReport
+	if query == "" {
+		v := m.View()
+		out = make([]ToolReport, 0, v.NumTools())
+		for i := range v.NumTools() {
+			t := v.ToolAt(i)
+			out = append(out, toolReport(t.Qualified(), t.Server(), t.Definition(), 0))
+		}
+		return out, nil
+	}
+	ts.Sync()
+	hits, err := ts.Search(toolsearch.Query{Text: query, K: k})
+	if err != nil {
+		return nil, err
+	}
+	out = make([]ToolReport, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, toolReport(h.Qualified, h.Tool.Server(), h.Tool.Definition(), h.Score))
+	}
+	return out, nil
+}
+
+func toolReport(qualified, srvName string, def mcp.Tool, score float64) ToolReport {
+	r := ToolReport{Name: qualified, Server: srvName, Title: def.Title, Description: def.Description, Score: score}
+	if r.Title == "" {
+		r.Title = def.Annotations.Title
+	}
+	r.ReadOnly = def.Annotations.ReadOnlyHint != nil && *def.Annotations.ReadOnlyHint
+	return r
+}

@@ -1,0 +1,166 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/client"
+)
+
+// DefaultWatchInterval is how often a ConfigWatcher looks at its file.
+const DefaultWatchInterval = 500 * time.Millisecond
+
+// DefaultApplyTimeout bounds one Apply of a changed config (which waits
+// for the servers marked required).
+const DefaultApplyTimeout = 30 * time.Second
+
+// WatchOptions configures a ConfigWatcher.
+type WatchOptions struct {
+	// Interval is how often the file is looked at. Defaults to
+	// DefaultWatchInterval.
+	Interval time.Duration
+	// ApplyTimeout bounds one Apply. Defaults to DefaultApplyTimeout.
+	ApplyTimeout time.Duration
+	// ConfigOptions are passed to client.LoadConfig at every read.
+	ConfigOptions []client.ConfigOption
+	// Logger hears of every change: the Apply summary, or why a changed
+	// file was not applied. Defaults to discarding.
+	Logger *slog.Logger
+	// Applied, if set, is called after each change was read: with the
+	// Apply's result and error, or with the read's error (and a zero
+	// result) when the file could not be used.
+	Applied func(client.ApplyResult, error)
+}
+
+// ConfigWatcher re-applies a config file to a Manager when the file
+// changes. It looks at the file's modification time and size every
+// Interval, and reads it once either changed and then stayed the same for
+// an interval (a write in progress is not read); a read whose content
+// hashes as the last one's does nothing. A change that does not parse (the error
+// names the line and column, or the server and the field) leaves the
+// fleet as it runs, and is logged; so is the summary of every Apply
+// (client.ApplyResult.String). It needs no file notification API, so it
+// works the same on every OS and on network file systems.
+type ConfigWatcher struct {
+	path string
+	o    WatchOptions
+	log  *slog.Logger
+	last fileState
+	// seen is the time and size of a change seen at the last look, not yet
+	// read: a file is read once it stayed the same for one interval, so
+	// that a write in progress is not read half done.
+	seen fileState
+}
+
+// fileState is what a ConfigWatcher remembers of its file.
+type fileState struct {
+	mod  time.Time
+	size int64
+	hash [sha256.Size]byte
+}
+
+// NewConfigWatcher reads and parses the config file at path, and returns
+// a watcher that will look for changes made after this read, with the
+// config it read (for the first Apply, which is the caller's).
+func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Config, error) {
+	if o.Interval <= 0 {
+		o.Interval = DefaultWatchInterval
+	}
+	if o.ApplyTimeout <= 0 {
+		o.ApplyTimeout = DefaultApplyTimeout
+	}
+	w := &ConfigWatcher{path: path, o: o, log: o.Logger}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	st, err := w.state() // before the read: a change after it is seen
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := client.LoadConfig(path, o.ConfigOptions...)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.last = st
+	return w, cfg, nil
+}
+
+// state reads the file's time, size and content hash.
+func (w *ConfigWatcher) state() (fileState, error) {
+	fi, err := os.Stat(w.path)
+	if err != nil {
+		return fileState{}, err
+	}
+	data, err := os.ReadFile(w.path)
+	if err != nil {
+		return fileState{}, err
+	}
+	return fileState{mod: fi.ModTime(), size: fi.Size(), hash: sha256.Sum256(data)}, nil
+}
+
+// Run watches the file and applies each change to m until ctx ends.
+func (w *ConfigWatcher) Run(ctx context.Context, m *client.Manager) {
+	t := time.NewTicker(w.o.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.check(ctx, m)
+		}
+	}
+}
+
+// check applies the file if it changed since it was last read.
+func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
+	fi, err := os.Stat(w.path)
+	if err != nil {
+		if !w.last.mod.IsZero() {
+			w.log.Warn("mcpfleet: config: cannot read the file; keeping the running fleet", "path", w.path, "err", err)
+			w.last = fileState{}
+			w.report(client.ApplyResult{}, err)
+		}
+		return
+	}
+	if fi.ModTime().Equal(w.last.mod) && fi.Size() == w.last.size {
+		return
+	}
+	if !fi.ModTime().Equal(w.seen.mod) || fi.Size() != w.seen.size {
+		w.seen = fileState{mod: fi.ModTime(), size: fi.Size()}
+		return // look again in an interval
+	}
+	st, err := w.state()
+	if err != nil {
+		return // it is being replaced; the next look sees it
+	}
+	if st.hash == w.last.hash {
+		w.last = st
+		return
+	}
+	w.last = st
+	cfg, err := client.LoadConfig(w.path, w.o.ConfigOptions...)
+	if err != nil {
+		w.log.Error("mcpfleet: config: the changed file was not applied; keeping the running fleet", "err", err)
+		w.report(client.ApplyResult{}, err)
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, w.o.ApplyTimeout)
+	res, err := m.Apply(actx, cfg)
+	cancel()
+	if err != nil {
+		w.log.Error("mcpfleet: config: applied with errors", "path", w.path, "summary", res.String(), "err", err)
+	} else {
+		w.log.Info("mcpfleet: config: applied", "path", w.path, "summary", res.String())
+	}
+	w.report(res, err)
+}
+
+func (w *ConfigWatcher) report(res client.ApplyResult, err error) {
+	if w.o.Applied != nil {
+		w.o.Applied(res, err)
+	}
+}

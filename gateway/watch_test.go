@@ -1,0 +1,135 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+)
+
+// faultEntry is a config entry that runs the fault server.
+func faultEntry() map[string]any {
+	inv := faultserver.Command(faultserver.ModeNormal)
+	return map[string]any{"command": inv.Path, "args": inv.Args, "env": inv.Env}
+}
+
+func writeConfig(t testing.TB, path string, servers map[string]any) {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaceFile(t, path, b)
+}
+
+// replaceFile writes data to path as editors do, through a temporary file
+// renamed over it, so that no reader sees it half written.
+func replaceFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestConfigWatcher: a changed config file is applied and the summary
+// logged; an edit that does not parse keeps the running fleet and says why,
+// with the line and column; the next good edit is applied.
+func TestConfigWatcher(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, map[string]any{"one": faultEntry()})
+	var logs syncBuffer
+	type applied struct {
+		res client.ApplyResult
+		err error
+	}
+	got := make(chan applied, 8)
+	w, cfg, err := gateway.NewConfigWatcher(path, gateway.WatchOptions{
+		Interval: 5 * time.Millisecond,
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+		Applied:  func(r client.ApplyResult, err error) { got <- applied{r, err} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := client.New()
+	defer m.Close()
+	if _, err := m.Apply(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(wctx, m) }()
+	defer func() { stop(); <-done }()
+	next := func() applied {
+		t.Helper()
+		select {
+		case a := <-got:
+			return a
+		case <-ctx.Done():
+			t.Fatal("no apply")
+			return applied{}
+		}
+	}
+
+	writeConfig(t, path, map[string]any{"one": faultEntry(), "two": faultEntry()})
+	if a := next(); a.err != nil || !slices.Equal(a.res.Added, []string{"two"}) || !slices.Equal(a.res.Unchanged, []string{"one"}) {
+		t.Fatalf("adding two: %+v", a)
+	}
+	if !strings.Contains(logs.String(), "added two") {
+		t.Fatalf("the summary is not logged: %s", logs.String())
+	}
+
+	replaceFile(t, path, []byte("{\n  \"mcpServers\": {\n    \"one\": {,\n"))
+	a := next()
+	if a.err == nil || !strings.Contains(a.err.Error(), "line 3") {
+		t.Fatalf("a syntax error: %v", a.err)
+	}
+	writeConfig(t, path, map[string]any{"one": map[string]any{"commnd": "x"}})
+	if a := next(); a.err == nil || !strings.Contains(a.err.Error(), "commnd") {
+		t.Fatalf("an unknown field: %v", a.err)
+	}
+	if n := len(m.Statuses()); n != 2 {
+		t.Fatalf("a bad edit changed the fleet: %d servers", n)
+	}
+	if !strings.Contains(logs.String(), "keeping the running fleet") {
+		t.Fatalf("the bad edit is not logged: %s", logs.String())
+	}
+
+	writeConfig(t, path, map[string]any{"two": faultEntry()})
+	if a := next(); a.err != nil || !slices.Equal(a.res.Removed, []string{"one"}) {
+		t.Fatalf("removing one: %+v", a)
+	}
+}
