@@ -135,11 +135,13 @@ func (s *slot) authorizationLocked() *AuthorizationError {
 }
 
 // authorized is told that the user completed the server's authorization:
-// a slot waiting for it dials at once, under a fresh budget. In any other
-// state the new token is simply used from the next request on.
+// a slot waiting for it dials at once, under a fresh budget; a dial that
+// is running now, without the token, dials again at once if it finds
+// none. In any other state the new token is used from the next request on.
 func (s *slot) authorized() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.authorizations++ // a dial running now, without the token, dials again
 	if s.state != lifecycle.NeedsAuthorization {
 		return
 	}

@@ -130,7 +130,7 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			}
 		}
 		s.mu.Lock()
-		legacy := s.legacy
+		legacy, authorizations := s.legacy, s.authorizations
 		s.mu.Unlock()
 
 		var t turn
@@ -176,6 +176,13 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			return
 		}
 		s.lastErr = err
+		if needsUser(err) && s.authorizations != authorizations {
+			// The user authorized the client while this dial ran without
+			// the token: dial again at once, with it.
+			wait = 0
+			s.mu.Unlock()
+			continue
+		}
 		if needsUser(err) {
 			// Only the user can help: no budget is spent and nothing is
 			// dialled until the authorization is completed.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/oauthtest"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/transport"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
@@ -449,5 +451,43 @@ func TestOAuthNeedsAuthorizationTransitions(t *testing.T) {
 	}
 	if n := srv.Authorizations(); n != 0 {
 		t.Errorf("authorizations = %d with no user", n)
+	}
+}
+
+// TestAuthorizedDuringADial: an authorization completed while a dial is
+// still running without the token (the server's first connect, say) is not
+// lost: the dial that finds no usable token dials again at once, with it,
+// instead of leaving the server in NeedsAuthorization with the token
+// stored.
+func TestAuthorizedDuringADial(t *testing.T) {
+	ts := newTestServer()
+	inDial := make(chan struct{})
+	release := make(chan struct{})
+	var dials atomic.Int32
+	m := newTestManager(t)
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {
+		if dials.Add(1) == 1 {
+			close(inDial)
+			<-release
+			return nil, &oauth.NeedsAuthorizationError{Reason: "no token yet"}
+		}
+		return ts.dialer()(ctx)
+	}})
+	<-inDial
+	s, err := m.slot("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.authorized() // the user completes the flow while the dial runs
+	close(release)
+	mustWait(t, m, "s", lifecycle.Connected)
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d dials, want 2", n)
+	}
+	for _, st := range states(rec.snapshot(), "s") {
+		if st == lifecycle.NeedsAuthorization.String() {
+			t.Fatalf("went to NeedsAuthorization with the authorization done: %v", states(rec.snapshot(), "s"))
+		}
 	}
 }

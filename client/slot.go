@@ -100,11 +100,15 @@ type slot struct {
 	// from then on its dial failures are outages, never mistakes (see
 	// mistakeLocked). startExits counts the dials in a row whose server
 	// exited before its handshake in the way startExit says.
-	proven     bool
-	startExits int
-	startExit  string
-	legacy     bool // the server rejected 2026-07-28: dial the older handshake first
-	cached     bool // the published catalog came from the catalog cache
+	proven bool
+	// authorizations counts the authorizations the user completed: a dial
+	// that began before the last one and found no usable token dials
+	// again at once rather than wait in NeedsAuthorization.
+	authorizations uint64
+	startExits     int
+	startExit      string
+	legacy         bool // the server rejected 2026-07-28: dial the older handshake first
+	cached         bool // the published catalog came from the catalog cache
 	// raw is the catalog the server last sent (or the cache gave), before
 	// the tool filter: what is published, filtered, while anything is.
 	// A filter change republishes it without asking the server.
