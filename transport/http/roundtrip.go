@@ -52,11 +52,30 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		ctx, cancel = context.WithTimeout(req.Context(), t)
 		req = req.WithContext(ctx)
 	}
-	resp, err := rt.send(req)
+	resp, err := rt.answer(req)
 	if err != nil {
 		if cancel != nil {
 			cancel()
 		}
+		return nil, err
+	}
+	if rt.resumable(req, resp) {
+		resp.Body = rt.resumer(req, resp.Body)
+	}
+	if cancel != nil {
+		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	}
+	return resp, nil
+}
+
+// answer sends req, a request that is not the notification stream's nor
+// the DELETE, and returns the server's answer as mcp-go should see it: a
+// stale session made a plain 404 (checkSession), a 2026-07-28 error
+// answer sent with 404 made the error it is (answer404), the body bounded
+// by the message size limit.
+func (rt *roundTripper) answer(req *nethttp.Request) (*nethttp.Response, error) {
+	resp, err := rt.send(req)
+	if err != nil {
 		return nil, err
 	}
 	record(req, resp)
@@ -65,17 +84,11 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 	}
 	if rt.onSession(req) {
 		if resp, err = rt.checkSession(req, resp); err != nil {
-			if cancel != nil {
-				cancel()
-			}
 			return nil, err
 		}
 	}
 	if rt.c.opts.maxMessage > 0 && resp.StatusCode == nethttp.StatusOK {
 		rt.c.limitBody(resp)
-	}
-	if cancel != nil {
-		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	}
 	return resp, nil
 }
