@@ -2,8 +2,12 @@ package http_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -213,4 +217,100 @@ func textOf(res *mcp.CallToolResult) string {
 	}
 	tc, _ := res.Content[0].(mcp.TextContent)
 	return tc.Text
+}
+
+// scriptedResume is a hand-written 2025-11-25 server whose answer to
+// tools/call breaks in the middle of its second event (the answer), after
+// a first event with ID 1 and a retry field; the GET with Last-Event-ID
+// gets the answer again, whole. It checks what the byte-level work of the
+// resumption must get right: the half event is handed to mcp-go once and
+// whole, and the GET names the last whole event.
+type scriptedResume struct {
+	// polling: the server ends the answer stream itself after the first
+	// event, cleanly, as a server that wants the client to poll does.
+	polling     bool
+	lastEventID chan string // the GET's Last-Event-ID
+	callID      chan string // the tools/call's JSON-RPC id, raw
+}
+
+func (sr *scriptedResume) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		id := r.Header.Get("Last-Event-ID")
+		if id == "" {
+			http.Error(w, "no stream", http.StatusMethodNotAllowed)
+			return
+		}
+		sr.lastEventID <- id
+		callID := <-sr.callID
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n", callID)
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(body, &msg)
+	switch msg.Method {
+	case "initialize":
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"0"}}}`, msg.ID)
+	case "tools/call":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "retry: 10\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"working\"}}\n\n")
+		if sr.polling {
+			sr.callID <- string(msg.ID)
+			return
+		}
+		fmt.Fprintf(w, "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"broken", msg.ID)
+		w.(http.Flusher).Flush()
+		sr.callID <- string(msg.ID)
+		// Break the connection mid-event, as a network fault does.
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	default:
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+func TestResumeHalfEvent(t *testing.T) { testScriptedResume(t, false) }
+
+// A stream the server ends cleanly before the answer is mcp-go's to poll
+// (SEP-1699: it waits the retry time and sends the GET itself); the Conn
+// only passes it on, and counts no resumption.
+func TestResumePollingLeftToMCPGo(t *testing.T) { testScriptedResume(t, true) }
+
+func testScriptedResume(t *testing.T, polling bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	sr := &scriptedResume{polling: polling, lastEventID: make(chan string, 1), callID: make(chan string, 1)}
+	srv := httptest.NewServer(sr)
+	defer srv.Close()
+	s := connect(ctx, t, mcphttp.Spec{URL: srv.URL + "/mcp"}, mcphttp.WithLegacyProtocol())
+	var resumed atomic.Int64
+	s.conn.OnResume(func() { resumed.Add(1) })
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "work"
+	res, err := s.client.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	if got := textOf(res); got != "resumed" {
+		t.Fatalf("answer %q, want the resumed one", got)
+	}
+	if got := <-sr.lastEventID; got != "1" {
+		t.Fatalf("Last-Event-ID %q, want 1 (the last whole event)", got)
+	}
+	s.awaitNote(ctx, t, "notifications/message")
+	want := int64(1)
+	if polling {
+		want = 0
+	}
+	if n := resumed.Load(); n != want {
+		t.Fatalf("resumed %d times, want %d", n, want)
+	}
 }

@@ -22,8 +22,9 @@ import (
 // stream opened or broke off, and that the server forgot the session. It
 // also applies the per-request timeout everywhere but on the stream, bounds
 // the session DELETE, marks the requests that provably never went out
-// (ErrNotSent, see send), and hands mcp-go a 2026-07-28 JSON-RPC error sent
-// with HTTP 404 as the answer it is (see answer404).
+// (ErrNotSent, see send), hands mcp-go a 2026-07-28 JSON-RPC error sent
+// with HTTP 404 as the answer it is (see answer404), and resumes an
+// answer's event stream that breaks off (resume.go).
 type roundTripper struct {
 	c    *Conn
 	base nethttp.RoundTripper
