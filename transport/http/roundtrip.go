@@ -124,7 +124,10 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 	}
 	record(req, resp)
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if resp.StatusCode == nethttp.StatusOK && mediaType == "text/event-stream" {
+	// Older mcp-go servers (v0.32, v0.34) answer the GET stream with 202
+	// Accepted, which mcp-go's client takes too.
+	opened := resp.StatusCode == nethttp.StatusOK || (getStream && resp.StatusCode == nethttp.StatusAccepted)
+	if opened && mediaType == "text/event-stream" {
 		c.stream.set(streamOpen, nil)
 		if c.opts.maxMessage > 0 {
 			c.limitBody(resp)
