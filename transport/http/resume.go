@@ -122,7 +122,11 @@ type resumeBody struct {
 
 func (rt *roundTripper) resumer(req *nethttp.Request, body io.ReadCloser) *resumeBody {
 	ctx, cancel := context.WithCancel(req.Context())
-	return &resumeBody{rt: rt, req: req, ctx: ctx, cancel: cancel, body: body}
+	// A resumption's stream (mcp-go's polling GET) starts where its
+	// Last-Event-ID says: it can be resumed from there before it sends
+	// an event of its own.
+	last := req.Header.Get("Last-Event-ID")
+	return &resumeBody{rt: rt, req: req, ctx: ctx, cancel: cancel, body: body, idBuf: last, lastID: last}
 }
 
 func (b *resumeBody) Read(p []byte) (int, error) {
@@ -288,9 +292,24 @@ func (b *resumeBody) get() (body io.ReadCloser, final bool, err error) {
 	}
 	if resp.StatusCode != nethttp.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
 		discard(resp)
-		return nil, resp.StatusCode < 500, fmt.Errorf("resuming: server answered HTTP %d (%s)", resp.StatusCode, resp.Header.Get("Content-Type"))
+		return nil, refusesResumption(resp.StatusCode), fmt.Errorf("resuming: server answered HTTP %d (%s)", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	return resp.Body, false, nil
+}
+
+// refusesResumption reports whether status, a server's answer to a GET
+// with Last-Event-ID, says no later try can succeed: it does not know the
+// session or the event (400, 404, 410), offers no GET (405), or refused the
+// credentials. Anything else may pass: a 409 in particular, which the
+// TypeScript SDK answers while it has not yet noticed that the broken
+// stream's connection is gone, and a 5xx.
+func refusesResumption(status int) bool {
+	switch status {
+	case nethttp.StatusBadRequest, nethttp.StatusNotFound, nethttp.StatusGone, nethttp.StatusMethodNotAllowed,
+		nethttp.StatusUnauthorized, nethttp.StatusForbidden:
+		return true
+	}
+	return false
 }
 
 // scan parses the lines of buf from offset from, updating the event IDs

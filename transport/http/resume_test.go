@@ -228,7 +228,10 @@ func textOf(res *mcp.CallToolResult) string {
 type scriptedResume struct {
 	// polling: the server ends the answer stream itself after the first
 	// event, cleanly, as a server that wants the client to poll does.
-	polling     bool
+	polling bool
+	// conflicts is how many GETs are answered 409 first, as the
+	// TypeScript SDK answers while it still holds the broken stream.
+	conflicts   atomic.Int32
 	lastEventID chan string // the GET's Last-Event-ID
 	callID      chan string // the tools/call's JSON-RPC id, raw
 }
@@ -238,6 +241,10 @@ func (sr *scriptedResume) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Last-Event-ID")
 		if id == "" {
 			http.Error(w, "no stream", http.StatusMethodNotAllowed)
+			return
+		}
+		if sr.conflicts.Add(-1) >= 0 {
+			http.Error(w, "Conflict: Stream already has an active connection", http.StatusConflict)
 			return
 		}
 		sr.lastEventID <- id
@@ -277,17 +284,22 @@ func (sr *scriptedResume) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func TestResumeHalfEvent(t *testing.T) { testScriptedResume(t, false) }
+func TestResumeHalfEvent(t *testing.T) { testScriptedResume(t, false, 0) }
+
+// A server that answers the first GET 409 Conflict (it has not noticed the
+// broken connection yet) gets another try, and the call its answer.
+func TestResumeAfterConflict(t *testing.T) { testScriptedResume(t, false, 2) }
 
 // A stream the server ends cleanly before the answer is mcp-go's to poll
 // (SEP-1699: it waits the retry time and sends the GET itself); the Conn
 // only passes it on, and counts no resumption.
-func TestResumePollingLeftToMCPGo(t *testing.T) { testScriptedResume(t, true) }
+func TestResumePollingLeftToMCPGo(t *testing.T) { testScriptedResume(t, true, 0) }
 
-func testScriptedResume(t *testing.T, polling bool) {
+func testScriptedResume(t *testing.T, polling bool, conflicts int32) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	sr := &scriptedResume{polling: polling, lastEventID: make(chan string, 1), callID: make(chan string, 1)}
+	sr.conflicts.Store(conflicts)
 	srv := httptest.NewServer(sr)
 	defer srv.Close()
 	s := connect(ctx, t, mcphttp.Spec{URL: srv.URL + "/mcp"}, mcphttp.WithLegacyProtocol())
