@@ -188,6 +188,10 @@ func (b *resumeBody) upstream(err error) {
 	case b.lastID != "" && b.ctx.Err() == nil && !b.rt.c.closing.Load():
 		b.broke = err
 	default:
+		if b.lastID == "" && b.ctx.Err() == nil {
+			b.rt.c.log.Debug("mcpfleet: http: an answer stream broke before any event ID; it cannot be resumed",
+				"method", b.req.Header.Get(mcp.HeaderMethod), "err", err)
+		}
 		b.ready, b.scanned = len(b.pending), len(b.pending)
 		b.err = err
 	}
@@ -213,7 +217,8 @@ func (b *resumeBody) resume() {
 	b.idBuf = b.lastID
 	body, err := b.reopen(cause)
 	if err != nil {
-		b.rt.c.log.Debug("mcpfleet: http: could not resume a broken answer stream",
+		// A Warn: the request's outcome is lost after all.
+		b.rt.c.log.Warn("mcpfleet: http: could not resume a broken answer stream",
 			"method", b.req.Header.Get(mcp.HeaderMethod), "break", cause, "err", err)
 		b.err = cause
 		return

@@ -249,9 +249,14 @@ func (r *run) survivors(p func(string, ...any), byKind map[string]*[numClasses]i
 		}
 		cuts += r.log.countOf(s.name, faultCut)
 	}
+	// A stream that broke after an event ID and still could not be
+	// resumed is logged at Warn: the calls that used resumption and lost
+	// their outcome anyway. The other unknown outcomes are calls cut before
+	// their answer began (no event ID yet, no task yet): nothing to resume.
+	failed := r.logs.counts.matching("could not resume")
 	p("Calls that survive their connection (%s: resumption, tasks): %d calls, **%d ended `ErrOutcomeUnknown`** (target 0), "+
-		"under %d cuts of their connections; %d answer streams resumed (`Stats.Resumed`), %d requests sent again.",
-		strings.Join(kinds, ", "), calls, unknown, cuts, resumed, retries)
+		"under %d cuts of their connections; %d answer streams resumed (`Stats.Resumed`), **%d resumptions failed**; %d requests sent again.",
+		strings.Join(kinds, ", "), calls, unknown, cuts, resumed, failed, retries)
 	p("")
 }
 
