@@ -102,6 +102,9 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 		return dialResult{err: err} // the transport's error names its step
 	}
 	l := &lease{slot: s, conn: conn, kick: make(chan struct{}, 1)}
+	if r, ok := conn.(transport.Resumer); ok {
+		r.OnResume(s.st.resumed)
+	}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	began := m.opts.clock.Now()
 	fail := func(step string, err error) dialResult {

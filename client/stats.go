@@ -32,6 +32,10 @@ type ServerStats struct {
 	// Retries counts requests sent again transparently: resent after
 	// provably not reaching a runtime, or replayed after a loss.
 	Retries uint64
+	// Resumed counts answer streams that broke off and were resumed, so
+	// that their requests ended with their answers (Streamable HTTP up to
+	// protocol 2025-11-25, with a server that keeps an event store).
+	Resumed uint64
 
 	State   lifecycle.State
 	InState time.Duration // how long it has been in State
@@ -55,6 +59,7 @@ type slotStats struct {
 	calls               [numOutcomes]atomic.Uint64
 	dials, dialFailures atomic.Uint64
 	reconnects, retries atomic.Uint64
+	resumptions         atomic.Uint64
 	lastRecovery, worst atomic.Int64 // nanoseconds
 	lostAt              atomic.Int64 // unix nanoseconds when the last runtime was lost; 0 if connected
 }
@@ -74,6 +79,9 @@ func (st *slotStats) recovered(now time.Time) {
 		}
 	}
 }
+
+// resumed counts one answer stream resumed (transport.Resumer).
+func (st *slotStats) resumed() { st.resumptions.Add(1) }
 
 // Stats returns a snapshot of every server's counters and gauges.
 func (m *Manager) Stats() Stats {
@@ -98,6 +106,7 @@ func (m *Manager) Stats() Stats {
 		t.DialFailures += ss.DialFailures
 		t.Reconnects += ss.Reconnects
 		t.Retries += ss.Retries
+		t.Resumed += ss.Resumed
 		t.LastRecovery = max(t.LastRecovery, ss.LastRecovery)
 		t.WorstRecovery = max(t.WorstRecovery, ss.WorstRecovery)
 		out.Servers = append(out.Servers, ss)
@@ -113,6 +122,7 @@ func (s *slot) stats(now time.Time) ServerStats {
 		DialFailures:  s.st.dialFailures.Load(),
 		Reconnects:    s.st.reconnects.Load(),
 		Retries:       s.st.retries.Load(),
+		Resumed:       s.st.resumptions.Load(),
 		LastRecovery:  time.Duration(s.st.lastRecovery.Load()),
 		WorstRecovery: time.Duration(s.st.worst.Load()),
 	}

@@ -85,6 +85,18 @@ type ResourceListener interface {
 	UnsubscribeResource(ctx context.Context, c *mcpclient.Client, uri string) error
 }
 
+// Resumer is a Conn that resumes a request's answer stream that broke
+// off, so that the request ends with its answer instead of an unknown
+// outcome (transport/http's Conn, on Streamable HTTP up to protocol
+// 2025-11-25: a GET with Last-Event-ID). The Manager counts the
+// resumptions in its Stats.
+type Resumer interface {
+	// OnResume sets f to be called each time the Conn resumed an answer
+	// stream. f must be quick and must not block; it is set before the
+	// transport starts.
+	OnResume(f func())
+}
+
 // Errors shared by every transport. Their messages carry no prefix: the
 // typed error around them (a *stdio.Error, an *http.Error) names the
 // transport, and the client's *ServerError the module.

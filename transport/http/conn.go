@@ -88,6 +88,8 @@ type Conn struct {
 	// tooLarge holds the answers that were over the size limit (see
 	// limitBody).
 	tooLarge frame.TooLargeAnswers
+
+	onResume atomic.Pointer[func()] // OnResume's callback
 }
 
 // Dial checks that the server is reachable and returns a Conn whose

@@ -26,6 +26,7 @@ type options struct {
 	dialTimeout       time.Duration
 	maxMessage        int64      // 0: no limit
 	auth              Authorizer // WithAuthorizer; nil sends only the spec's headers
+	resumeAttempts    int        // WithResumeAttempts; 0: no resumption, <0: no bound
 	// wrapDial, set only by tests, wraps the pool's dial function under
 	// the connection tracking, to hold dials and reads.
 	wrapDial func(dialFunc) dialFunc
@@ -37,6 +38,7 @@ func defaultOptions() options {
 		streamOpenTimeout: DefaultStreamOpenTimeout,
 		deleteTimeout:     DefaultDeleteTimeout,
 		dialTimeout:       DefaultDialTimeout,
+		resumeAttempts:    DefaultResumeAttempts,
 	}
 }
 

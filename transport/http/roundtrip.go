@@ -22,8 +22,9 @@ import (
 // stream opened or broke off, and that the server forgot the session. It
 // also applies the per-request timeout everywhere but on the stream, bounds
 // the session DELETE, marks the requests that provably never went out
-// (ErrNotSent, see send), and hands mcp-go a 2026-07-28 JSON-RPC error sent
-// with HTTP 404 as the answer it is (see answer404).
+// (ErrNotSent, see send), hands mcp-go a 2026-07-28 JSON-RPC error sent
+// with HTTP 404 as the answer it is (see answer404), and resumes an
+// answer's event stream that breaks off (resume.go).
 type roundTripper struct {
 	c    *Conn
 	base nethttp.RoundTripper
@@ -52,11 +53,30 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		ctx, cancel = context.WithTimeout(req.Context(), t)
 		req = req.WithContext(ctx)
 	}
-	resp, err := rt.send(req)
+	resp, err := rt.answer(req)
 	if err != nil {
 		if cancel != nil {
 			cancel()
 		}
+		return nil, err
+	}
+	if rt.resumable(req, resp) {
+		resp.Body = rt.resumer(req, resp.Body)
+	}
+	if cancel != nil {
+		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	}
+	return resp, nil
+}
+
+// answer sends req, a request that is not the notification stream's nor
+// the DELETE, and returns the server's answer as mcp-go should see it: a
+// stale session made a plain 404 (checkSession), a 2026-07-28 error
+// answer sent with 404 made the error it is (answer404), the body bounded
+// by the message size limit.
+func (rt *roundTripper) answer(req *nethttp.Request) (*nethttp.Response, error) {
+	resp, err := rt.send(req)
+	if err != nil {
 		return nil, err
 	}
 	record(req, resp)
@@ -65,17 +85,11 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 	}
 	if rt.onSession(req) {
 		if resp, err = rt.checkSession(req, resp); err != nil {
-			if cancel != nil {
-				cancel()
-			}
 			return nil, err
 		}
 	}
 	if rt.c.opts.maxMessage > 0 && resp.StatusCode == nethttp.StatusOK {
 		rt.c.limitBody(resp)
-	}
-	if cancel != nil {
-		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	}
 	return resp, nil
 }
@@ -110,7 +124,10 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 	}
 	record(req, resp)
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if resp.StatusCode == nethttp.StatusOK && mediaType == "text/event-stream" {
+	// Older mcp-go servers (v0.32, v0.34) answer the GET stream with 202
+	// Accepted, which mcp-go's client takes too.
+	opened := resp.StatusCode == nethttp.StatusOK || (getStream && resp.StatusCode == nethttp.StatusAccepted)
+	if opened && mediaType == "text/event-stream" {
 		c.stream.set(streamOpen, nil)
 		if c.opts.maxMessage > 0 {
 			c.limitBody(resp)

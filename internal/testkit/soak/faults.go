@@ -33,6 +33,10 @@ const (
 	faultToggle faultKind = "toggle"
 	// faultReconnect: Manager.Reconnect.
 	faultReconnect faultKind = "reconnect"
+	// faultCut: every TCP connection to the server broken by its proxy,
+	// as a network fault does; the server lives on (the servers whose
+	// calls survive their connection).
+	faultCut faultKind = "cut"
 )
 
 // faultKinds in report order, with the weight the schedule draws them by.
@@ -46,6 +50,7 @@ var faultWeights = []struct {
 	{faultHang, 1},
 	{faultToggle, 2},
 	{faultReconnect, 2},
+	{faultCut, 2},
 }
 
 // The fault schedule's knobs.
@@ -311,6 +316,8 @@ func (in *injector) inject(f *fault, hold time.Duration) {
 			fail("Enable(%s) = %v", s.name, err)
 		}
 		detail = fmt.Sprintf("off for %v", hold.Round(time.Millisecond))
+	case faultCut:
+		detail = fmt.Sprintf("cut %d connection(s)", s.cut())
 	case faultReconnect:
 		back = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
@@ -413,6 +420,19 @@ func (l *faultLog) counts() map[faultKind]int {
 		out[f.kind]++
 	}
 	return out
+}
+
+// countOf counts the faults of kind on server.
+func (l *faultLog) countOf(server string, kind faultKind) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, f := range l.byServer[server] {
+		if f.kind == kind {
+			n++
+		}
+	}
+	return n
 }
 
 // describe says what f was and when, relative to the soak's start.

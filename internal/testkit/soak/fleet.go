@@ -5,11 +5,13 @@ package soak
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/transport"
 
@@ -18,8 +20,10 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/internal/inproc"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultinject"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/gosdkserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/taskserver"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
@@ -40,6 +44,10 @@ const (
 	kindMCPGoStateful  kind = "mcpgo-http-stateful"  // mcp-go streamable HTTP, 404 for unknown sessions
 	kindMCPGoSSE       kind = "mcpgo-sse"            // mcp-go legacy HTTP+SSE
 	kindMCPGoInProcess kind = "mcpgo-inproc"         // mcp-go in this process
+	// The servers whose calls survive their connection (issue 27), each
+	// behind a TCP proxy that the cut fault breaks.
+	kindTSResume kind = "ts-http-resume" // the TypeScript SDK's resumable example server (event store), 2025-11-25
+	kindTaskHTTP kind = "task-http"      // mcp-go with tasks (taskserver), its tool requires one, 2025-11-25
 )
 
 // mix is the fleet: 22 servers. The node servers are the heaviest (about 8
@@ -58,6 +66,8 @@ var mix = []struct {
 	{kindMCPGoStateful, 1},
 	{kindMCPGoSSE, 1},
 	{kindMCPGoInProcess, 4},
+	{kindTSResume, 1},
+	{kindTaskHTTP, 1},
 }
 
 // markerEnv names the variable set in every stdio child's environment to
@@ -81,6 +91,12 @@ type member struct {
 	http   *httpserver.Server
 	inproc *inproc.Server
 	gate   *gate
+	// node and task are the servers of kindTSResume and kindTaskHTTP, and
+	// cut breaks every connection to them (a network fault; they live on).
+	node *httpserver.Node
+	task *taskserver.Server
+	cut  func() int
+	stop func() // stops the server and its proxy, for the leak check
 
 	// busy is set while a fault acts on the server, so that faults on one
 	// server never overlap and each outage has one cause.
@@ -89,16 +105,64 @@ type member struct {
 
 func (s *member) stdio() bool { return s.kind == kindTSStdio || s.kind == kindGoSDKStdio }
 
-// answer is the exact text the echo tool returns for arg.
-func (s *member) answer(arg string) string { return s.prefix + arg }
+// survives reports whether the server's calls survive a broken
+// connection: resumed (kindTSResume) or run as tasks (kindTaskHTTP).
+func (s *member) survives() bool { return s.kind == kindTSResume || s.kind == kindTaskHTTP }
 
-func (s *member) args(arg string) map[string]any { return map[string]any{s.argKey: arg} }
+// The tool the callers call on the server, its arguments and its answer.
+// The echo tool of most kinds answers the argument back; the resumable
+// server's slow tool answers the same for every call (it sends four log
+// messages 100 ms apart, so its answer stream lasts 400 ms: long enough
+// for a cut to land in it); the task server's tool answers its job.
+const (
+	resumeTool   = "start-notification-stream"
+	resumeAnswer = "Started sending periodic notifications every 100ms"
+	// taskWork is how long a task of the task server runs.
+	taskWork = 300 * time.Millisecond
+)
+
+func (s *member) tool() string {
+	switch s.kind {
+	case kindTSResume:
+		return resumeTool
+	case kindTaskHTTP:
+		return taskserver.ToolWorkRequired
+	}
+	return "echo"
+}
+
+// answer is the exact text the tool returns for arg.
+func (s *member) answer(arg string) string {
+	switch s.kind {
+	case kindTSResume:
+		return resumeAnswer
+	case kindTaskHTTP:
+		return "done " + arg
+	}
+	return s.prefix + arg
+}
+
+func (s *member) args(arg string) map[string]any {
+	switch s.kind {
+	case kindTSResume:
+		return map[string]any{"interval": 100, "count": 4}
+	case kindTaskHTTP:
+		// The task runs until its job is released.
+		time.AfterFunc(taskWork, func() { s.task.Release(arg) })
+		return map[string]any{"job": arg}
+	}
+	return map[string]any{s.argKey: arg}
+}
 
 // faultKinds lists the faults that make sense for the server's kind: a
 // process is killed, a network server restarted; everything can hang, be
 // toggled and be reconnected.
 func (s *member) faultKinds() []faultKind {
 	switch {
+	case s.survives():
+		// Not restarted: a restart forgets the event store and the tasks,
+		// and no call can survive that.
+		return []faultKind{faultCut, faultToggle, faultReconnect}
 	case s.stdio(), s.kind == kindMCPGoInProcess:
 		return []faultKind{faultKill, faultHang, faultToggle, faultReconnect}
 	default:
@@ -108,9 +172,10 @@ func (s *member) faultKinds() []faultKind {
 
 // startFleet starts every server of mix (the HTTP ones listen before it
 // returns; the Manager starts the stdio children) and returns them in a
-// stable order. tsBin is server-everything's executable. The HTTP servers
-// stop when the test ends.
-func startFleet(t testing.TB, tsBin string) []*member {
+// stable order. tsBin is server-everything's executable, node and
+// resumeScript what runs the TypeScript SDK's resumable example server.
+// The HTTP servers stop when the test ends.
+func startFleet(t testing.TB, tsBin, node, resumeScript string) []*member {
 	t.Helper()
 	var fleet []*member
 	for _, k := range mix {
@@ -133,6 +198,23 @@ func startFleet(t testing.TB, tsBin string) []*member {
 				s.prefix = "Echo: "
 				s.ts = httpserver.StartEverything(t, httpserver.EverythingStreamable)
 				s.spec.HTTP = &mcphttp.Spec{URL: s.ts.URL()}
+			case kindTSResume:
+				s.node = httpserver.StartNode(t, node, resumeScript, "listening on port")
+				u, err := url.Parse(s.node.URL("/mcp"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				proxy := faultinject.StartProxy(t, u.Host)
+				s.cut = proxy.Cut
+				s.stop = func() { proxy.Close(); s.node.Stop() }
+				s.spec.HTTP = &mcphttp.Spec{URL: "http://" + proxy.Addr() + "/mcp"}
+			case kindTaskHTTP:
+				s.task = taskserver.New()
+				t.Cleanup(s.task.Close)
+				h := taskserver.StartHTTP(t, s.task)
+				s.cut = h.Cut
+				s.stop = func() { h.Close(); s.task.Close() }
+				s.spec.HTTP = &mcphttp.Spec{URL: h.URL()}
 			case kindMCPGoInProcess:
 				s.gate = &gate{}
 				s.inproc = inproc.New(newInProcServer(s.gate))

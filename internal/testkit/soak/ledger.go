@@ -60,7 +60,9 @@ func classify(res *mcp.CallToolResult, err, ctxErr error, want string) (class, s
 	}
 	var unavailable *client.UnavailableError
 	switch {
-	case errors.Is(err, client.ErrOutcomeUnknown):
+	case errors.Is(err, client.ErrOutcomeUnknown), errors.Is(err, client.ErrTaskLost):
+		// A task its server no longer knows may or may not have run:
+		// Stats count it as an unknown outcome too.
 		return classOutcomeUnknown, ""
 	case errors.As(err, &unavailable):
 		return classUnavailable, ""

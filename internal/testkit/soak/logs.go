@@ -88,3 +88,16 @@ func (c *logCounts) top(n int) (int, []string) {
 	}
 	return total, out
 }
+
+// matching counts the records whose message contains substr.
+func (c *logCounts) matching(substr string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.n {
+		if strings.Contains(k, substr) {
+			n += v
+		}
+	}
+	return n
+}

@@ -36,13 +36,14 @@ type run struct {
 	settledIn     time.Duration // faultsStopped → every server Connected (or the limit)
 	notConnected  int
 	final         []client.ServerStatus // after the checks, before Close
+	stats         client.Stats          // likewise
 	closeTook     time.Duration
 }
 
-func newRun(t *testing.T, cfg config, tsBin string) *run {
+func newRun(t *testing.T, cfg config, tsBin, node, resumeScript string) *run {
 	r := &run{t: t, cfg: cfg, clock: &clock{t0: time.Now()}, log: newFaultLog()}
 	r.led = newLedger(r.clock, r.log)
-	r.fleet = startFleet(t, tsBin)
+	r.fleet = startFleet(t, tsBin, node, resumeScript)
 	r.tr = newTracker(r.log, r.led, r.clock, r.fleet)
 	r.logs = newLogCatcher(r.led, r.member)
 	// The Manager runs on its defaults but for the logger: the soak is
@@ -176,7 +177,7 @@ func (r *run) callOnce(s *member, caller int, arg string) class {
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	c := r.led.begin(s, caller, arg, deadline)
-	res, err := r.m.CallTool(ctx, s.name, "echo", s.args(arg))
+	res, err := r.m.CallTool(ctx, s.name, s.tool(), s.args(arg))
 	return r.led.end(c, res, err, ctx.Err())
 }
 
@@ -223,6 +224,7 @@ func (r *run) settle() {
 	}
 	wg.Wait()
 	r.final = r.m.Statuses()
+	r.stats = r.m.Stats()
 }
 
 // shutdown closes the Manager and checks that it left no child behind.
@@ -250,6 +252,8 @@ func (r *run) shutdown() {
 			s.ts.Stop()
 		case s.http != nil:
 			s.http.Stop()
+		case s.stop != nil:
+			s.stop()
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proctest.DefaultWait)

@@ -41,6 +41,7 @@ func TestSoak(t *testing.T) {
 	// Skips (fails under CI) with the command to run when the npm servers
 	// are missing, before anything starts.
 	tsBin := npmtest.Bin(t, "mcp-server-everything")
+	node, resumeScript := npmtest.File(t, "@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js")
 	if d, ok := t.Deadline(); ok && time.Until(d) < cfg.needs() {
 		t.Fatalf("%s=%v needs a test timeout of at least %v (go test -timeout), have %v",
 			EnvDuration, cfg.duration, (cfg.needs() + time.Minute - 1).Truncate(time.Minute), time.Until(d).Round(time.Second))
@@ -48,7 +49,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak for %v with seed %d (%s=%d replays the schedule as far as timing allows)",
 		cfg.duration, cfg.seed, EnvSeed, cfg.seed)
 
-	r := newRun(t, cfg, tsBin)
+	r := newRun(t, cfg, tsBin, node, resumeScript)
 	r.start()
 	r.soak()
 	r.settle()

@@ -118,6 +118,8 @@ func (r *run) summary(w io.Writer) {
 	}
 	p("")
 
+	r.survivors(p, byKind)
+
 	settled := fmt.Sprintf("all %d `Connected` %v after the faults stopped", len(r.fleet), dur(r.settledIn))
 	if r.notConnected > 0 {
 		settled = fmt.Sprintf("**%d of %d not `Connected` %v after the faults stopped**", r.notConnected, len(r.fleet), r.cfg.settle)
@@ -214,6 +216,48 @@ func (r *run) summary(w io.Writer) {
 		p("")
 		p("</details>")
 	}
+}
+
+// survivors writes the ledger figure of the servers whose calls survive
+// their connection (issue 27): their calls, how many ended with an unknown
+// outcome (the target is none), and what the Manager did to get there.
+func (r *run) survivors(p func(string, ...any), byKind map[string]*[numClasses]int) {
+	var calls, unknown int
+	var kinds []string
+	for _, k := range mix {
+		s := &member{kind: k.kind}
+		if !s.survives() {
+			continue
+		}
+		kinds = append(kinds, string(k.kind))
+		if c := byKind[string(k.kind)]; c != nil {
+			calls += sum(c)
+			unknown += c[classOutcomeUnknown]
+		}
+	}
+	var resumed, retries uint64
+	cuts := 0
+	for _, s := range r.fleet {
+		if !s.survives() {
+			continue
+		}
+		for _, st := range r.stats.Servers {
+			if st.Name == s.name {
+				resumed += st.Resumed
+				retries += st.Retries
+			}
+		}
+		cuts += r.log.countOf(s.name, faultCut)
+	}
+	// A stream that broke after an event ID and still could not be
+	// resumed is logged at Warn: the calls that used resumption and lost
+	// their outcome anyway. The other unknown outcomes are calls cut before
+	// their answer began (no event ID yet, no task yet): nothing to resume.
+	failed := r.logs.counts.matching("could not resume")
+	p("Calls that survive their connection (%s: resumption, tasks): %d calls, **%d ended `ErrOutcomeUnknown`** (target 0), "+
+		"under %d cuts of their connections; %d answer streams resumed (`Stats.Resumed`), **%d resumptions failed**; %d requests sent again.",
+		strings.Join(kinds, ", "), calls, unknown, cuts, resumed, failed, retries)
+	p("")
 }
 
 // outagesByKind counts the faults of each kind that caused an outage.

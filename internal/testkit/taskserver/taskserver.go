@@ -339,6 +339,14 @@ func StartHTTP(t testing.TB, h http.Handler) *HTTP {
 	return hs
 }
 
+// Close stops the server and the proxy before the test ends (a soak's leak
+// check runs before the cleanups); it is safe to call again.
+func (h *HTTP) Close() {
+	h.proxy.Close()
+	_ = h.srv.Close()
+	<-h.done
+}
+
 // URL is the server's MCP endpoint, through the proxy.
 func (h *HTTP) URL() string { return "http://" + h.proxy.Addr() + "/mcp" }
 
