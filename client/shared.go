@@ -112,8 +112,8 @@ func (s *sharedTokens) Load(ctx context.Context, server string) (*oauth.Entry, e
 	var e oauth.Entry
 	if err := json.Unmarshal(r.Data, &e); err != nil {
 		// The message of a JSON syntax error quotes no content.
-		return nil, &store.OpError{Store: storeName(s.st), Op: "load token", Key: k.String(),
-			Err: fmt.Errorf("%w: %v", store.ErrBadRecord, err)}
+		return nil, &store.Error{Store: storeName(s.st), Op: "load token", Key: k.String(),
+			Err: fmt.Errorf("%w: %v", store.ErrCorrupt, err)}
 	}
 	e.Fence = r.Fence
 	return &e, nil
@@ -202,7 +202,7 @@ func (c *catalogCache) prefetch(ctx context.Context, key string) {
 			err = errors.New("its key is another's")
 		}
 		c.log.Warn("mcpfleet: shared catalog is corrupt; ignoring it",
-			"error", &store.OpError{Store: storeName(c.shared), Op: "load catalog", Key: key, Err: fmt.Errorf("%w: %v", store.ErrBadRecord, err)})
+			"error", &store.Error{Store: storeName(c.shared), Op: "load catalog", Key: key, Err: fmt.Errorf("%w: %v", store.ErrCorrupt, err)})
 		return
 	}
 	c.mu.Lock()

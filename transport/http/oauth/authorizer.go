@@ -200,7 +200,7 @@ func (a *Authorizer) loadLocked(ctx context.Context) {
 	}
 	e, err := a.store.Load(ctx, a.key)
 	switch {
-	case errors.Is(err, store.ErrBadRecord):
+	case errors.Is(err, store.ErrCorrupt):
 		a.loaded = true
 		a.log.Warn("mcpfleet: oauth: token store: the stored entry is corrupt; ignoring it", "server", a.key, "err", err)
 	case err != nil:
