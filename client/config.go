@@ -1,6 +1,8 @@
 package client
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -146,6 +148,8 @@ type configParser struct {
 	// resolveInput is WithInputs'; declared holds the file's "inputs" by
 	// id, answers what each used input resolved to.
 	resolveInput func(Input) (string, error)
+	// vars answers ${kind:NAME} by kind (WithVariables).
+	vars map[string]func(string) (string, bool)
 	declared     map[string]Input
 	answers      map[string]answer
 	errs         []error
@@ -850,6 +854,16 @@ func (c ServerConfig) Format(f fmt.State, verb rune) {
 		return
 	}
 	fmt.Fprint(f, c.String())
+}
+
+// Identity is a digest (sha256, hex) of what the entry makes the server:
+// every field of its spec whose change restarts it (see Apply). Two
+// entries with one Identity reach one server the same way; it shows no
+// secret, only a digest of them. The fleet package names each server of
+// a template by it, for the catalog cache every user's fleet shares.
+func (c ServerConfig) Identity() string {
+	sum := sha256.Sum256([]byte(c.key()))
+	return hex.EncodeToString(sum[:])
 }
 
 // key identifies everything about the entry whose change needs a

@@ -362,3 +362,46 @@ func TestParseConfigOAuth(t *testing.T) {
 		})
 	}
 }
+
+// WithVariables answers ${kind:NAME} with the host's values, used as they
+// are (never expanded again); a variable without a value is an error
+// naming the field and the variable, not a value; Identity tells entries
+// apart by what they make of the server, and shows no secret.
+func TestParseConfigHostVariables(t *testing.T) {
+	const secret = "tok-of-alice-secret"
+	const tmpl = `{"mcpServers": {"gh": {"url": "https://mcp.example.com/${user:org}/mcp",
+		"headers": {"Authorization": "Bearer ${user:token}", "X-Home": "${HOME}"}}}}`
+	values := map[string]string{"org": "acme", "token": secret + "${HOME}"}
+	lookup := func(name string) (string, bool) { v, ok := values[name]; return v, ok }
+	cfg, err := ParseConfig([]byte(tmpl), env(map[string]string{"HOME": "/home/host"}), WithVariables("user", lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cfg.Servers["gh"].HTTP
+	if h.URL != "https://mcp.example.com/acme/mcp" || h.Headers["Authorization"] != "Bearer "+secret+"${HOME}" ||
+		h.Headers["X-Home"] != "/home/host" {
+		t.Fatalf("expanded: %s %v", h.URL, len(h.Headers))
+	}
+	id := cfg.Servers["gh"].Identity()
+	if len(id) != 64 || strings.Contains(id, secret) {
+		t.Fatalf("identity %q", id)
+	}
+	values["org"] = "other"
+	cfg2, err := ParseConfig([]byte(tmpl), env(map[string]string{"HOME": "/home/host"}), WithVariables("user", lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg2.Servers["gh"].Identity() == id {
+		t.Error("another URL, the same identity")
+	}
+
+	delete(values, "token")
+	_, err = ParseConfig([]byte(tmpl), env(map[string]string{"HOME": "/home/host"}), WithVariables("user", lookup), WithSource("t.json"))
+	if err == nil || !strings.Contains(err.Error(), `field "headers.Authorization"`) || !strings.Contains(err.Error(), "${user:token} has no value") {
+		t.Fatalf("missing value: %v", err)
+	}
+	// Without WithVariables the kind is unknown, as before.
+	if _, err := ParseConfig([]byte(tmpl), env(nil)); err == nil || !strings.Contains(err.Error(), "${user:…} is not supported") {
+		t.Fatalf("without WithVariables: %v", err)
+	}
+}

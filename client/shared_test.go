@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/oauthtest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/taskserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/store"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
@@ -100,4 +102,43 @@ func TestForgetAuthorization(t *testing.T) {
 	if n := srv.Registrations(); n != 2 {
 		t.Errorf("%d registrations, want 2", n)
 	}
+}
+
+// WithSharedTasks keeps a Manager's open tasks in the shared state under
+// its scope: a later Manager of the same scope lists them, one of
+// another scope does not, and the option wins over an earlier
+// WithTaskStore.
+func TestSharedTasks(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	hs := taskserver.StartHTTP(t, ts)
+	shared := store.NewMemory()
+	spec := ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}}
+	unused := store.NewMemoryTaskStore()
+
+	first := newTaskEnv(t, unused, WithSharedState(shared), WithSharedTasks("alice"))
+	first.add("jobs", spec)
+	task, err := first.m.StartTask(first.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskserver.Await(t, first.ctx, ts.Started(), "the job to start")
+	if err := first.m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := unused.LoadTasks(first.ctx); len(rs) != 0 {
+		t.Errorf("WithTaskStore's store got %d records", len(rs))
+	}
+	if rs, err := shared.Tasks("alice").LoadTasks(first.ctx); err != nil || len(rs) != 1 || rs[0].TaskID != task.ID() {
+		t.Fatalf("alice's scope: %+v %v", rs, err)
+	}
+	bob := newTaskEnv(t, nil, WithSharedState(shared), WithSharedTasks("bob"))
+	if n := len(bob.m.Tasks()); n != 0 {
+		t.Errorf("bob's Manager lists %d tasks", n)
+	}
+	second := newTaskEnv(t, nil, WithSharedState(shared), WithSharedTasks("alice"))
+	if tasks := second.m.Tasks(); len(tasks) != 1 || tasks[0].ID() != task.ID() {
+		t.Fatalf("alice's next Manager lists %v", tasks)
+	}
+	ts.Release("shared")
 }
