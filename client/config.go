@@ -149,10 +149,10 @@ type configParser struct {
 	// id, answers what each used input resolved to.
 	resolveInput func(Input) (string, error)
 	// vars answers ${kind:NAME} by kind (WithVariables).
-	vars map[string]func(string) (string, bool)
-	declared     map[string]Input
-	answers      map[string]answer
-	errs         []error
+	vars     map[string]func(string) (string, bool)
+	declared map[string]Input
+	answers  map[string]answer
+	errs     []error
 }
 
 // Keys a config may have at the top and in each server entry.
