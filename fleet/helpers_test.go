@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // what a fleet has before any connect.
 type upstream struct {
 	srv      *httptest.Server
-	requests atomic.Int64 // requests answered
+	requests atomic.Int64 // requests past the gate, to the MCP server
 
 	mu   sync.Mutex
 	gate chan struct{} // non-nil: requests wait until it is closed
@@ -52,8 +52,8 @@ func startUpstream(t *testing.T) *upstream {
 				return
 			}
 		}
-		h.ServeHTTP(w, r)
 		u.requests.Add(1)
+		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
 		u.Open()

@@ -232,7 +232,7 @@ func TestReturningUserSeesCachedToolsBeforeConnect(t *testing.T) {
 			tools++
 		}
 		if tools != 1 || !st.Cached || st.State == lifecycle.Connected || u.requests.Load() != before {
-			t.Fatalf("%s before any connect: %d tools, cached %v, state %v, %d requests answered",
+			t.Fatalf("%s before any connect: %d tools, cached %v, state %v, %d requests reached the server",
 				user, tools, st.Cached, st.State, u.requests.Load()-before)
 		}
 		f.Release()
