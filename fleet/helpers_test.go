@@ -32,7 +32,7 @@ type upstream struct {
 	gate chan struct{} // non-nil: requests wait until it is closed
 }
 
-func startUpstream(t *testing.T) *upstream {
+func startUpstream(t testing.TB) *upstream {
 	t.Helper()
 	s := server.NewMCPServer("upstream", "1.0.0", server.WithToolCapabilities(true))
 	s.AddTool(mcp.NewTool("whoami", mcp.WithDescription("Says who the caller is.")),

@@ -22,7 +22,7 @@ type Memory struct {
 	fences    map[string]uint64
 	cooldowns map[string]Cooldown
 	catalogs  map[string][]byte
-	tasks     map[string]*MemoryTaskStore
+	tasks     map[string]map[[2]string]TaskRecord // by scope, then server and task id
 }
 
 type memTokens struct {
@@ -40,7 +40,7 @@ type memLease struct {
 func NewMemory() *Memory {
 	return &Memory{now: time.Now, tokens: map[[2]string]*memTokens{}, leases: map[string]*memLease{},
 		fences: map[string]uint64{}, cooldowns: map[string]Cooldown{}, catalogs: map[string][]byte{},
-		tasks: map[string]*MemoryTaskStore{}}
+		tasks: map[string]map[[2]string]TaskRecord{}}
 }
 
 // Name names the store.
@@ -204,15 +204,65 @@ func (s *Memory) SaveCatalog(ctx context.Context, key string, data []byte) error
 	return nil
 }
 
-// Tasks implements TaskStores: scope's records, in a MemoryTaskStore of
-// its own.
-func (s *Memory) Tasks(scope string) TaskStore {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.tasks[scope]
-	if t == nil {
-		t = &MemoryTaskStore{}
-		s.tasks[scope] = t
+// Tasks implements TaskStores. A scope takes memory only while it holds
+// records: a user whose fleet never started a task costs nothing here.
+func (s *Memory) Tasks(scope string) TaskStore { return &memTasks{s: s, scope: scope} }
+
+// memTasks is one scope's view of Memory's tasks.
+type memTasks struct {
+	s     *Memory
+	scope string
+}
+
+func (t *memTasks) err(op, key string, err error) error {
+	return t.s.fail(op, t.scope+":"+key, err)
+}
+
+// SaveTask implements TaskStore.
+func (t *memTasks) SaveTask(ctx context.Context, r TaskRecord) error {
+	err := ctx.Err()
+	if err == nil {
+		err = r.Validate()
 	}
-	return t
+	if err != nil {
+		return t.err("save task", r.Key(), err)
+	}
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	m := t.s.tasks[t.scope]
+	if m == nil {
+		m = map[[2]string]TaskRecord{}
+		t.s.tasks[t.scope] = m
+	}
+	m[[2]string{r.Server, r.TaskID}] = r.Clone()
+	return nil
+}
+
+// DeleteTask implements TaskStore.
+func (t *memTasks) DeleteTask(ctx context.Context, server, taskID string) error {
+	if err := ctx.Err(); err != nil {
+		return t.err("delete task", server+"/"+taskID, err)
+	}
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	m := t.s.tasks[t.scope]
+	delete(m, [2]string{server, taskID})
+	if len(m) == 0 {
+		delete(t.s.tasks, t.scope)
+	}
+	return nil
+}
+
+// LoadTasks implements TaskStore.
+func (t *memTasks) LoadTasks(ctx context.Context) ([]TaskRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, t.err("load tasks", "", err)
+	}
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	out := make([]TaskRecord, 0, len(t.s.tasks[t.scope]))
+	for _, r := range t.s.tasks[t.scope] {
+		out = append(out, r.Clone())
+	}
+	return out, nil
 }
