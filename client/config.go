@@ -79,11 +79,15 @@ type ServerConfig struct {
 	//     "headers", with the type's Kind;
 	//   - OAuth from the "oauth" block of an HTTP server: clientId,
 	//     clientSecret, scopes, callbackPort or redirectUri, grant
-	//     ("authorization_code", "client_credentials"), clientMetadataUrl,
-	//     tokenEndpointAuthMethod, privateKey, signingAlgorithm, clientName,
-	//     and issuer (the authorization server to pin, see
-	//     oauth.Config.Issuer), named as in Claude Code's and Gemini CLI's
-	//     oauth blocks; the client secret and the private key are secrets;
+	//     ("authorization_code", "client_credentials", "token_exchange"),
+	//     clientMetadataUrl, tokenEndpointAuthMethod, privateKey,
+	//     signingAlgorithm, clientName, and issuer (the authorization
+	//     server to pin, see oauth.Config.Issuer), named as in Claude
+	//     Code's and Gemini CLI's oauth blocks; for token_exchange (RFC
+	//     8693, enterprise-managed authorization) idpTokenEndpoint,
+	//     idpClientId, idpClientSecret and idTokenFile (the file the ID
+	//     token is read from at each exchange); the client secret, the
+	//     private key and the IdP client secret are secrets;
 	//   - Disabled, Lazy, IdleTimeout ("idleTimeout": "5m" or seconds; no
 	//     restart when it alone changes), Reconnect ("reconnect"),
 	//     ToolPrefix ("toolPrefix"), Limits ("limits": sizes as bytes or
@@ -167,7 +171,8 @@ var (
 	limitsKeys = []string{"maxMessageBytes", "maxCatalogItems", "maxCatalogPages", "notificationRate",
 		"maxServerRequests", "serverRequestRate"}
 	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
-		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName", "issuer"}
+		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName", "issuer",
+		"idpTokenEndpoint", "idpClientId", "idpClientSecret", "idTokenFile"}
 	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
 		"maxElapsed", "stableAfter", "probeInterval"}
 )
@@ -677,13 +682,18 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 			c.ClientName = p.str(server, f, v)
 		case "issuer":
 			c.Issuer = p.str(server, f, v)
+		case "idpTokenEndpoint":
+			c.IdPTokenEndpoint = p.str(server, f, v)
+		case "idpClientId":
+			c.IdPClientID = p.str(server, f, v)
+		case "idpClientSecret":
+			c.IdPClientSecret = p.str(server, f, v)
+		case "idTokenFile":
+			c.IDTokenFile = p.str(server, f, v)
 		case "grant":
 			g, err := oauth.ParseGrant(p.str(server, f, v))
 			if err != nil {
 				p.errorf(server, f, "%v", err)
-			}
-			if g == oauth.TokenExchange {
-				p.errorf(server, f, "token_exchange needs an ID token source; configure it in code (oauth.Config.IDToken)")
 			}
 			c.Grant = g
 		case "callbackPort":

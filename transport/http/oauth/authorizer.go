@@ -644,7 +644,7 @@ const grantTypeJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 // second request in the body only; here it follows the authorization
 // server's metadata, as every other token request does.
 func (a *Authorizer) tokenExchange(ctx context.Context, d *discovery, c *Client, scopes []string) (*oauth2.Token, error) {
-	idToken, err := a.cfg.IDToken(ctx)
+	idToken, err := a.cfg.idToken(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: ID token: %w", err)
 	}
