@@ -58,6 +58,11 @@ type Options struct {
 	// TypeScript SDK's example server does (a request with no token still
 	// gets the 401 and its challenge).
 	ServerErrorForBadTokens bool
+	// OriginResource makes the protected resource metadata name the
+	// server's origin ("http://127.0.0.1:port/") as its resource, a parent
+	// of the MCP endpoint, as RFC 9728 allows: the resource indicator a
+	// client asks tokens for is then not the URL it connects to.
+	OriginResource bool
 	// Refreshing, if set, is called with each refresh request before it is
 	// handled: a test holds the refresh there (to kill the client that
 	// sent it, say). The request's context ends when the client goes.
@@ -374,8 +379,12 @@ func (s *Server) prMetadata(w http.ResponseWriter, _ *http.Request) {
 	if len(servers) == 0 {
 		servers = []string{s.Issuer()}
 	}
+	resource := s.URL()
+	if s.opts.OriginResource {
+		resource = s.Issuer() + "/"
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"resource":              s.URL(),
+		"resource":              resource,
 		"authorization_servers": servers,
 		"scopes_supported":      []string{Scope},
 	})
