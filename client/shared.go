@@ -182,6 +182,20 @@ func (s *slot) forgotten() {
 	}
 }
 
+// sharedRetry is how often a write the shared store failed is tried
+// again.
+const sharedRetry = time.Second
+
+// owed reports whether writes to the shared store are owed.
+func (c *catalogCache) owed() bool {
+	if c.shared == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
 // sharedCatalogKey is the key of a catalog in the shared store.
 func sharedCatalogKey(key string) string { return "catalog:" + key }
 
@@ -226,7 +240,7 @@ func (c *catalogCache) prefetch(ctx context.Context, key string) {
 }
 
 // flushShared writes the records saved since the last flush to the shared
-// store; one that fails is written at the next save.
+// store; one that fails stays owed, and is written at the next flush.
 func (c *catalogCache) flushShared() {
 	c.mu.Lock()
 	pending := make(map[string]cacheRecord, len(c.pending))

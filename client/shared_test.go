@@ -1,7 +1,6 @@
 package client
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/oauthtest"
@@ -9,7 +8,6 @@ import (
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/store"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
-	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
 // authorizeNow runs the authorization of server name as a host does when
@@ -31,53 +29,6 @@ func authorizeNow(t *testing.T, m *Manager, name string) {
 		t.Fatal(err)
 	}
 	mustWait(t, m, name, lifecycle.Connected)
-}
-
-// After the authorization server restarts having forgotten every token and
-// client registration (and the MCP server answers the token it no longer
-// knows with a 500, as the TypeScript SDK's example server does), the
-// server goes to NeedsAuthorization (one refresh, refused for the unknown
-// client, not a budget of retries), the next authorization registers the
-// client again, and the server is Connected: with the file store and with
-// a shared store.
-func TestAuthorizationAfterTheAuthorizationServerForgot(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts func(t *testing.T) []Option
-	}{
-		{"file", func(t *testing.T) []Option {
-			return []Option{WithTokenStore(oauth.NewFileStore(filepath.Join(t.TempDir(), "tokens.json")))}
-		}},
-		{"memory", func(t *testing.T) []Option { return nil }},
-		{"shared", func(t *testing.T) []Option {
-			return []Option{WithSharedState(store.NewMemory()), WithUser("alice")}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := oauthtest.Start(t, oauthtest.Options{ServerErrorForBadTokens: true})
-			m := newTestManager(t, tc.opts(t)...)
-			mustAdd(t, m, "s", oauthSpec(srv))
-			authorizeNow(t, m, "s")
-			echo(t, m, "s", "before")
-			if n := srv.Registrations(); n != 1 {
-				t.Fatalf("%d registrations, want 1", n)
-			}
-
-			srv.RestartForgetting(t)
-			mustWait(t, m, "s", lifecycle.NeedsAuthorization)
-			authorizeNow(t, m, "s")
-			echo(t, m, "s", "after")
-			if n := srv.Registrations(); n != 2 {
-				t.Errorf("%d registrations, want 2: the forgotten one dropped, a new one made", n)
-			}
-			if n := srv.Grants("refresh_token"); n != 0 {
-				t.Errorf("%d refreshes granted", n)
-			}
-			if st, _ := m.Status("s"); st.Generation > 3 {
-				t.Errorf("generation %d: the server was dialled more than needed", st.Generation)
-			}
-		})
-	}
 }
 
 // ForgetAuthorization drops the tokens and the registration: the server

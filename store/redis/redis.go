@@ -107,8 +107,11 @@ func (s *Store) tokensKey(user, server string) string {
 	return s.prefix + "tokens:" + esc(user) + ":" + esc(server)
 }
 
+// saveToken writes a record unless the stored one was written under a
+// larger fence; a stored fence that does not parse (a corrupt record)
+// counts as none, so that a good write replaces it.
 var saveToken = goredis.NewScript(`
-local cur = tonumber(redis.call('HGET', KEYS[1], 'f:' .. ARGV[1]) or '0')
+local cur = tonumber(redis.call('HGET', KEYS[1], 'f:' .. ARGV[1]) or '0') or 0
 if cur > tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'd:' .. ARGV[1], ARGV[2], 'f:' .. ARGV[1], ARGV[3], 'bound', ARGV[1])
 return 1`)

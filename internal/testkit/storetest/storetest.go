@@ -428,3 +428,84 @@ func tasksScoped(t *testing.T, pair Pair) {
 		t.Errorf("a delete in alice's scope removed bob's task: %v", TaskKeys(got))
 	}
 }
+
+// Corrupter writes garbage where a store keeps a record, as a fault of
+// the disk or another program writing there would: what the store's API
+// cannot write. Each implementation knows where its records are.
+type Corrupter struct {
+	// TokenFence makes the fence of the record under k unreadable.
+	TokenFence func(t *testing.T, k store.TokenKey)
+	// Task writes garbage as the record of scope's task server/taskID.
+	Task func(t *testing.T, scope, server, taskID string)
+}
+
+// RunCorrupt checks that a corrupt record is reported (an *store.Error
+// that wraps store.ErrCorrupt, names the store and the record and quotes
+// nothing of it) and ignored, never trusted: the good records beside it
+// still load, and a good write replaces it.
+func RunCorrupt(t *testing.T, pair Pair, c Corrupter) {
+	t.Run("TokenFence", func(t *testing.T) {
+		a, b := pair(t)
+		cx := ctx(t)
+		k := store.TokenKey{User: "u", Server: "s", Issuer: "https://as.example"}
+		if err := a.SaveToken(cx, k, store.TokenRecord{Data: []byte("secret-document"), Fence: 3}); err != nil {
+			t.Fatal(err)
+		}
+		c.TokenFence(t, k)
+		_, ok, err := b.LoadToken(cx, k)
+		checkCorrupt(t, a, err, "secret-document")
+		if ok {
+			t.Error("a record with a corrupt fence was returned")
+		}
+		if err := b.SaveToken(cx, k, store.TokenRecord{Data: []byte("good"), Fence: 1}); err != nil {
+			t.Fatalf("a good write over a corrupt record: %v", err)
+		}
+		if r, ok, err := a.LoadToken(cx, k); err != nil || !ok || string(r.Data) != "good" || r.Fence != 1 {
+			t.Errorf("after the good write: %q %d %v %v", r.Data, r.Fence, ok, err)
+		}
+	})
+	t.Run("Task", func(t *testing.T) {
+		a, b := pair(t)
+		cx := ctx(t)
+		good := taskRecord("gh", "good")
+		if err := a.Tasks("alice").SaveTask(cx, good); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Tasks("alice").SaveTask(cx, taskRecord("gh", "bad")); err != nil {
+			t.Fatal(err)
+		}
+		c.Task(t, "alice", "gh", "bad")
+		got, err := b.Tasks("alice").LoadTasks(cx)
+		checkCorrupt(t, a, err, `"server"`)
+		if err != nil && !strings.Contains(err.Error(), "bad") {
+			t.Errorf("the error does not name the record: %v", err)
+		}
+		if !slices.Equal(TaskKeys(got), []string{"gh/good"}) {
+			t.Errorf("loaded %v, want the good record alone", TaskKeys(got))
+		}
+		// Left alone: reported again, until a good write replaces it.
+		if _, err := b.Tasks("alice").LoadTasks(cx); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("a second load: %v", err)
+		}
+		if err := b.Tasks("alice").SaveTask(cx, taskRecord("gh", "bad")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := a.Tasks("alice").LoadTasks(cx); err != nil || len(got) != 2 {
+			t.Errorf("after the good write: %v %v", TaskKeys(got), err)
+		}
+	})
+}
+
+// checkCorrupt checks err is the report of a corrupt record of s's.
+func checkCorrupt(t *testing.T, s store.Shared, err error, content string) {
+	t.Helper()
+	var se *store.Error
+	switch {
+	case !errors.Is(err, store.ErrCorrupt):
+		t.Errorf("%v, want ErrCorrupt", err)
+	case !errors.As(err, &se) || !strings.Contains(err.Error(), s.Name()):
+		t.Errorf("%v does not name the store %q", err, s.Name())
+	case strings.Contains(err.Error(), content):
+		t.Errorf("%v quotes the record", err)
+	}
+}
