@@ -93,6 +93,7 @@ type Server struct {
 	registrations  atomic.Int64
 	asRequests     atomic.Int64 // every request to the authorization server's paths
 	reuses         atomic.Int64 // refresh tokens redeemed a second time
+	rejectTokens   atomic.Bool  // the MCP server takes no token (RejectTokens)
 
 	// Refresh tokens rotate: lineage maps every refresh token issued to its
 	// grant, spent the ones redeemed already; a spent one redeemed again
@@ -203,6 +204,11 @@ func (s *Server) RestartForgetting(t testing.TB) {
 		t.Fatalf("oauthtest: restart on %s: %v", s.addr, err)
 	}
 }
+
+// RejectTokens makes the MCP server refuse every token, as one whose own
+// record of tokens was lost does, while the authorization server goes on
+// issuing and refreshing them (on), or take them again (off).
+func (s *Server) RejectTokens(on bool) { s.rejectTokens.Store(on) }
 
 // URL is the MCP endpoint.
 func (s *Server) URL() string { return "http://" + s.addr + "/mcp" }
@@ -521,7 +527,7 @@ func (s *Server) bearer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if ok {
-			if _, err := s.manager.LoadAccessToken(r.Context(), tok); err == nil {
+			if _, err := s.manager.LoadAccessToken(r.Context(), tok); err == nil && !s.rejectTokens.Load() {
 				next.ServeHTTP(w, r)
 				return
 			}
