@@ -149,16 +149,25 @@ func (c *catalogCache) save(key string, cat *catalog.Catalog) {
 	}
 }
 
-// run writes the cache whenever it changed, until close.
+// run writes the cache whenever it changed, until close. A shared store
+// that failed a write is tried again every sharedRetry while the write is
+// owed, so that what the Manager learned while the store was down is
+// there once it is back.
 func (c *catalogCache) run() {
 	defer close(c.done)
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-c.wake:
-			c.flush()
+		case <-retry:
 		case <-c.stop:
 			c.flush()
 			return
+		}
+		c.flush()
+		retry = nil
+		if c.owed() {
+			retry = time.After(sharedRetry)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,11 +79,15 @@ type ServerConfig struct {
 	//     "headers", with the type's Kind;
 	//   - OAuth from the "oauth" block of an HTTP server: clientId,
 	//     clientSecret, scopes, callbackPort or redirectUri, grant
-	//     ("authorization_code", "client_credentials"), clientMetadataUrl,
-	//     tokenEndpointAuthMethod, privateKey, signingAlgorithm, clientName,
-	//     and issuer (the authorization server to pin, see
-	//     oauth.Config.Issuer), named as in Claude Code's and Gemini CLI's
-	//     oauth blocks; the client secret and the private key are secrets;
+	//     ("authorization_code", "client_credentials", "token_exchange"),
+	//     clientMetadataUrl, tokenEndpointAuthMethod, privateKey,
+	//     signingAlgorithm, clientName, and issuer (the authorization
+	//     server to pin, see oauth.Config.Issuer), named as in Claude
+	//     Code's and Gemini CLI's oauth blocks; for token_exchange (RFC
+	//     8693, enterprise-managed authorization) idpTokenEndpoint,
+	//     idpClientId, idpClientSecret and idTokenFile (the file the ID
+	//     token is read from at each exchange); the client secret, the
+	//     private key and the IdP client secret are secrets;
 	//   - Disabled, Lazy, IdleTimeout ("idleTimeout": "5m" or seconds; no
 	//     restart when it alone changes), Reconnect ("reconnect"),
 	//     ToolPrefix ("toolPrefix"), Limits ("limits": sizes as bytes or
@@ -146,9 +152,11 @@ type configParser struct {
 	// resolveInput is WithInputs'; declared holds the file's "inputs" by
 	// id, answers what each used input resolved to.
 	resolveInput func(Input) (string, error)
-	declared     map[string]Input
-	answers      map[string]answer
-	errs         []error
+	// vars answers ${kind:NAME} by kind (WithVariables).
+	vars     map[string]func(string) (string, bool)
+	declared map[string]Input
+	answers  map[string]answer
+	errs     []error
 }
 
 // Keys a config may have at the top and in each server entry.
@@ -163,7 +171,8 @@ var (
 	limitsKeys = []string{"maxMessageBytes", "maxCatalogItems", "maxCatalogPages", "notificationRate",
 		"maxServerRequests", "serverRequestRate"}
 	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
-		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName", "issuer"}
+		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName", "issuer",
+		"idpTokenEndpoint", "idpClientId", "idpClientSecret", "idTokenFile"}
 	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
 		"maxElapsed", "stableAfter", "probeInterval"}
 )
@@ -673,13 +682,18 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 			c.ClientName = p.str(server, f, v)
 		case "issuer":
 			c.Issuer = p.str(server, f, v)
+		case "idpTokenEndpoint":
+			c.IdPTokenEndpoint = p.str(server, f, v)
+		case "idpClientId":
+			c.IdPClientID = p.str(server, f, v)
+		case "idpClientSecret":
+			c.IdPClientSecret = p.str(server, f, v)
+		case "idTokenFile":
+			c.IDTokenFile = p.str(server, f, v)
 		case "grant":
 			g, err := oauth.ParseGrant(p.str(server, f, v))
 			if err != nil {
 				p.errorf(server, f, "%v", err)
-			}
-			if g == oauth.TokenExchange {
-				p.errorf(server, f, "token_exchange needs an ID token source; configure it in code (oauth.Config.IDToken)")
 			}
 			c.Grant = g
 		case "callbackPort":
@@ -850,6 +864,16 @@ func (c ServerConfig) Format(f fmt.State, verb rune) {
 		return
 	}
 	fmt.Fprint(f, c.String())
+}
+
+// Identity is a digest (sha256, hex) of what the entry makes the server:
+// every field of its spec whose change restarts it (see Apply). Two
+// entries with one Identity reach one server the same way; it shows no
+// secret, only a digest of them. The fleet package names each server of
+// a template by it, for the catalog cache every user's fleet shares.
+func (c ServerConfig) Identity() string {
+	sum := sha256.Sum256([]byte(c.key()))
+	return hex.EncodeToString(sum[:])
 }
 
 // key identifies everything about the entry whose change needs a

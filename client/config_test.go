@@ -362,3 +362,99 @@ func TestParseConfigOAuth(t *testing.T) {
 		})
 	}
 }
+
+// WithVariables answers ${kind:NAME} with the host's values, used as they
+// are (never expanded again); a variable without a value is an error
+// naming the field and the variable, not a value; Identity tells entries
+// apart by what they make of the server, and shows no secret.
+func TestParseConfigHostVariables(t *testing.T) {
+	const secret = "tok-of-alice-secret"
+	const tmpl = `{"mcpServers": {"gh": {"url": "https://mcp.example.com/${user:org}/mcp",
+		"headers": {"Authorization": "Bearer ${user:token}", "X-Home": "${HOME}"}}}}`
+	values := map[string]string{"org": "acme", "token": secret + "${HOME}"}
+	lookup := func(name string) (string, bool) { v, ok := values[name]; return v, ok }
+	cfg, err := ParseConfig([]byte(tmpl), env(map[string]string{"HOME": "/home/host"}), WithVariables("user", lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cfg.Servers["gh"].HTTP
+	if h.URL != "https://mcp.example.com/acme/mcp" || h.Headers["Authorization"] != "Bearer "+secret+"${HOME}" ||
+		h.Headers["X-Home"] != "/home/host" {
+		t.Fatalf("expanded: %s %v", h.URL, len(h.Headers))
+	}
+	id := cfg.Servers["gh"].Identity()
+	if len(id) != 64 || strings.Contains(id, secret) {
+		t.Fatalf("identity %q", id)
+	}
+	values["org"] = "other"
+	cfg2, err := ParseConfig([]byte(tmpl), env(map[string]string{"HOME": "/home/host"}), WithVariables("user", lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg2.Servers["gh"].Identity() == id {
+		t.Error("another URL, the same identity")
+	}
+
+	delete(values, "token")
+	_, err = ParseConfig([]byte(tmpl), env(map[string]string{"HOME": "/home/host"}), WithVariables("user", lookup), WithSource("t.json"))
+	if err == nil || !strings.Contains(err.Error(), `field "headers.Authorization"`) || !strings.Contains(err.Error(), "${user:token} has no value") {
+		t.Fatalf("missing value: %v", err)
+	}
+	// Without WithVariables the kind is unknown, as before.
+	if _, err := ParseConfig([]byte(tmpl), env(nil)); err == nil || !strings.Contains(err.Error(), "${user:…} is not supported") {
+		t.Fatalf("without WithVariables: %v", err)
+	}
+}
+
+// Token exchange (RFC 8693, enterprise-managed authorization) from the
+// config file's oauth block: the IdP's endpoint and client, and the file
+// the ID token is read from at each exchange; mistakes name the field,
+// an unknown key suggests the known one, the IdP secret is never shown,
+// and a change of the ID token file restarts the server.
+func TestParseConfigTokenExchange(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "id_token")
+	if err := os.WriteFile(tokenFile, []byte("eyJ.id.token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const entry = `{"mcpServers": {"crm": {"url": "https://crm.example.com/mcp", "oauth": {"grant": "token_exchange",
+		"clientId": "crm-client", "idpTokenEndpoint": "https://idp.example.com/token", "idpClientId": "host",
+		"idpClientSecret": "${IDP_SECRET}", "idTokenFile": "%s"}}}}`
+	const secret = "idp-secret-value"
+	cfg, err := ParseConfig([]byte(fmt.Sprintf(entry, tokenFile)), env(map[string]string{"IDP_SECRET": secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := cfg.Servers["crm"]
+	o := sc.OAuth
+	if o.Grant != oauth.TokenExchange || o.ClientID != "crm-client" || o.IdPTokenEndpoint != "https://idp.example.com/token" ||
+		o.IdPClientID != "host" || o.IdPClientSecret != secret || o.IDTokenFile != tokenFile {
+		t.Fatalf("oauth: %v", o)
+	}
+	if s := fmt.Sprintf("%v %+v %#v %s", sc, sc, sc, o); strings.Contains(s, secret) {
+		t.Errorf("the IdP secret is shown: %s", s)
+	}
+	other, err := ParseConfig([]byte(fmt.Sprintf(entry, tokenFile+"2")), env(map[string]string{"IDP_SECRET": secret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Servers["crm"].key() == sc.key() {
+		t.Error("another ID token file, the same restart key")
+	}
+
+	for _, tc := range []struct{ name, oauth, want string }{
+		{"no token file", `{"grant": "token_exchange", "clientId": "c", "idpTokenEndpoint": "https://idp/t", "idpClientId": "h"}`,
+			`idTokenFile: missing`},
+		{"no endpoint", `{"grant": "token_exchange", "clientId": "c", "idpClientId": "h", "idTokenFile": "/x"}`,
+			"idpTokenEndpoint: missing"},
+		{"misspelt", `{"grant": "token_exchange", "clientId": "c", "idpTokenEndpiont": "https://idp/t"}`,
+			`did you mean "idpTokenEndpoint"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(`{"mcpServers": {"a": {"url": "https://x/mcp", "oauth": `+tc.oauth+`}}}`), env(nil))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

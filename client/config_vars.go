@@ -52,6 +52,22 @@ func WithWorkspaceFolder(dir string) ConfigOption {
 	return func(p *configParser) { p.workspace, p.workspaceSet = dir, true }
 }
 
+// WithVariables answers ${kind:NAME} with lookup(NAME), for a host's own
+// variables: the fleet package answers ${user:NAME} with the values of
+// the user whose fleet it builds from a template. NAME is letters, digits,
+// '_', '-' and '.'; kind is a name of letters and digits other than env
+// and input. A value is used as it is, never expanded again (a value
+// holding "${HOME}" stays so), and lookup returning false is an error
+// naming the variable and the field, never a value.
+func WithVariables(kind string, lookup func(name string) (string, bool)) ConfigOption {
+	return func(p *configParser) {
+		if p.vars == nil {
+			p.vars = map[string]func(string) (string, bool){}
+		}
+		p.vars[kind] = lookup
+	}
+}
+
 // withConfigDir sets the directory a relative envFile is read from when no
 // workspace folder is set: LoadConfig's file's.
 func withConfigDir(dir string) ConfigOption {
@@ -226,6 +242,15 @@ func (p *configParser) variable(expr string) (string, error) {
 	}
 	if id, ok := strings.CutPrefix(expr, "input:"); ok {
 		return p.input(id)
+	}
+	if kind, name, ok := strings.Cut(expr, ":"); ok && p.vars[kind] != nil {
+		if !inputIDOK(name) {
+			return "", fmt.Errorf("invalid variable name %q in ${%s:…}", redactVar(name), kind)
+		}
+		if v, ok := p.vars[kind](name); ok {
+			return v, nil
+		}
+		return "", fmt.Errorf("${%s:%s} has no value", kind, name)
 	}
 	name, hasPrefix := strings.CutPrefix(expr, "env:")
 	name, def, hasDef := strings.Cut(name, ":-")

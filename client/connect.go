@@ -114,11 +114,11 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 	defer stopUp()
 	woken := false
 	for {
-		pulled := false
+		pulled, kicked := false, false
 		if wait > 0 {
 			due := clock.Now().Add(wait)
 			var ok bool
-			if ok, pulled = s.waitStep(ctx, r, wait, !probing && !resumed, up, &woken); !ok {
+			if ok, pulled, kicked = s.waitStep(ctx, r, wait, !probing && !resumed, up, &woken); !ok {
 				return
 			}
 			if pulled {
@@ -138,7 +138,7 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			s.mu.Lock()
 			fresh := s.gen == 0
 			s.mu.Unlock()
-			if t = s.takeTurn(ctx, r, up, fresh, &woken); !t.ok {
+			if t = s.takeTurn(ctx, r, up, fresh, kicked, &woken); !t.ok {
 				return
 			}
 		}
@@ -296,13 +296,13 @@ func (s *slot) applyDialLocked(res dialResult) {
 
 // waitStep waits out one backoff step, or less if Reconnect kicks the loop
 // or, when pullable, a waiting call pulls the dial forward. It reports
-// whether the loop should go on, and whether a call (and not Reconnect)
-// ended the wait. Probes are not pullable: calls fail fast in
-// PermanentlyFailed.
+// whether the loop should go on, whether a call (and not Reconnect)
+// ended the wait, and whether Reconnect did. Probes are not pullable:
+// calls fail fast in PermanentlyFailed.
 //
 // up, when not nil, is the upstream's shared wake-up (cooldown.go): a
 // replica found it back, so the wait ends and woken is set.
-func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pullable bool, up <-chan struct{}, woken *bool) (ok, pulled bool) {
+func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pullable bool, up <-chan struct{}, woken *bool) (ok, pulled, kicked bool) {
 	// Pullable before the timer exists: a call that sees the step begun
 	// (its timer armed) must find it pullable.
 	s.mu.Lock()
@@ -313,12 +313,13 @@ func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pull
 	select {
 	case <-c:
 	case <-r.kick:
+		kicked = true
 	case <-up:
 		*woken = true
 	case <-r.pull:
 		pulled = true
 	case <-ctx.Done():
-		return false, false
+		return false, false, false
 	}
 	s.mu.Lock()
 	r.pullable = false
@@ -329,12 +330,12 @@ func (s *slot) waitStep(ctx context.Context, r *runner, wait time.Duration, pull
 	if pulled {
 		select {
 		case <-r.kick: // Reconnect asked too: an ordinary dial
-			pulled = false
+			pulled, kicked = false, true
 		default:
 		}
 	}
 	s.mu.Unlock()
-	return true, pulled
+	return true, pulled, kicked
 }
 
 // pullLocked lets a waiting call pull the next dial forward, if the connect

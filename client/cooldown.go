@@ -67,9 +67,13 @@ type turn struct {
 }
 
 // takeTurn waits, before a dial of the slot's upstream, for this replica's
-// turn. fresh is a first connect; woken says a replica found the upstream
-// back since this loop's last dial.
-func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fresh bool, woken *bool) turn {
+// turn. fresh is a first connect; kicked says the host asked for a dial
+// now (Reconnect), which no cooldown delays; woken says a replica found
+// the upstream back since this loop's last dial.
+func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fresh, kicked bool, woken *bool) turn {
+	if kicked {
+		return turn{ok: true, down: true}
+	}
 	cd, key := s.m.opts.shared, s.config().cooldownKey
 	clock := s.m.opts.clock
 	s.mu.Lock()

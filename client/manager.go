@@ -87,6 +87,9 @@ func New(opts ...Option) *Manager {
 	if o.tokens == nil {
 		o.tokens = oauth.NewMemoryStore()
 	}
+	if o.sharedTasks && o.shared != nil {
+		o.taskStore = o.shared.Tasks(o.taskScope)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		opts:      o,

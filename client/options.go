@@ -98,6 +98,8 @@ type options struct {
 
 	// MCP tasks (task.go, taskpoll.go).
 	taskStore           store.TaskStore // nil: the default file store
+	sharedTasks         bool            // WithSharedTasks: the shared state's, under taskScope
+	taskScope           string
 	taskPollInterval    time.Duration
 	taskPollConcurrency int
 	// taskPolled, set by tests only, is told of every poll of a task as it
@@ -257,11 +259,11 @@ func WithOAuthOptions(opts ...oauth.Option) Option {
 // store.FileTaskStore in the user's cache directory
 // (os.UserCacheDir()/mcpfleet/tasks/<the client name of WithClientInfo>),
 // created at the first task; store.NewMemoryTaskStore() keeps them in
-// memory only.
+// memory only. The last of WithTaskStore and WithSharedTasks wins.
 func WithTaskStore(s store.TaskStore) Option {
 	return func(o *options) {
 		if s != nil {
-			o.taskStore = s
+			o.taskStore, o.sharedTasks = s, false
 		}
 	}
 }

@@ -58,6 +58,7 @@ func TestRestartKey(t *testing.T) {
 		{"stdio to http", func(s *ServerSpec) { s.Stdio, s.HTTP = nil, &mcphttp.Spec{URL: "http://x/mcp"} }, true},
 		{"an oauth scope", func(s *ServerSpec) { s.OAuth.Scopes = []string{"write"} }, true},
 		{"the oauth issuer", func(s *ServerSpec) { s.OAuth.Issuer = "https://as.example.com" }, true},
+		{"the ID token file", func(s *ServerSpec) { s.OAuth.IDTokenFile = "/run/id_token" }, true},
 		{"lazy", func(s *ServerSpec) { s.Lazy = true }, true},
 		{"timeout", func(s *ServerSpec) { s.Timeout = 2 * time.Second }, true},
 		{"reconnect", func(s *ServerSpec) { s.Reconnect.MaxAttempts = 4 }, true},

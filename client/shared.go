@@ -22,7 +22,7 @@ import (
 const sharedTimeout = 2 * time.Second
 
 // WithUser names the user whose fleet the Manager is, for a host that
-// runs one fleet per user (see the pool package): the user's OAuth
+// runs one fleet per user (see the fleet package): the user's OAuth
 // credentials are kept apart from every other user's, in the token store
 // and in the shared state. Defaults to "", a host with one user.
 func WithUser(id string) Option { return func(o *options) { o.user = id } }
@@ -41,13 +41,26 @@ func WithUser(id string) Option { return func(o *options) { o.user = id } }
 //     unless WithCatalogCache keeps them in a file.
 //
 // When the store cannot be reached the Manager goes on with what its
-// process holds (see store.Shared). Task handles have their own option.
+// process holds (see store.Shared). Task handles go there with
+// WithSharedTasks.
 func WithSharedState(s store.Shared) Option { return func(o *options) { o.shared = s } }
+
+// WithSharedTasks keeps the Manager's open task handles (StartTask) in
+// the shared state (WithSharedState) under scope, instead of WithTaskStore's
+// store: they outlive the Manager and its process, and a Manager made
+// later with the same scope, on any replica, collects them. A scope holds
+// one Manager's tasks at a time (see store.TaskStores): fleet.Pool gives
+// each user's fleet its user's; a host whose replicas serve one user at
+// once gives each replica a scope of its own. Without WithSharedState it
+// does nothing. The last of WithTaskStore and WithSharedTasks wins.
+func WithSharedTasks(scope string) Option {
+	return func(o *options) { o.sharedTasks, o.taskScope = true, scope }
+}
 
 // WithCatalogIdentity names what each server is for the catalog cache,
 // instead of a hash of its spec: servers of different Managers with one
-// identity share their cached catalog. The pool package gives each server
-// of a user's fleet the hash of its template entry, which holds no
+// identity share their cached catalog. The fleet package gives each server
+// of a user's fleet the identity of its template entry, which holds no
 // per-user value, so that a returning user's tools show before any
 // connect. identity returns "" for a server to leave it to the default.
 func WithCatalogIdentity(identity func(server string) string) Option {
@@ -112,8 +125,8 @@ func (s *sharedTokens) Load(ctx context.Context, server string) (*oauth.Entry, e
 	var e oauth.Entry
 	if err := json.Unmarshal(r.Data, &e); err != nil {
 		// The message of a JSON syntax error quotes no content.
-		return nil, &store.OpError{Store: storeName(s.st), Op: "load token", Key: k.String(),
-			Err: fmt.Errorf("%w: %v", store.ErrBadRecord, err)}
+		return nil, &store.Error{Store: storeName(s.st), Op: "load token", Key: k.String(),
+			Err: fmt.Errorf("%w: %v", store.ErrCorrupt, err)}
 	}
 	e.Fence = r.Fence
 	return &e, nil
@@ -169,6 +182,20 @@ func (s *slot) forgotten() {
 	}
 }
 
+// sharedRetry is how often a write the shared store failed is tried
+// again.
+const sharedRetry = time.Second
+
+// owed reports whether writes to the shared store are owed.
+func (c *catalogCache) owed() bool {
+	if c.shared == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
 // sharedCatalogKey is the key of a catalog in the shared store.
 func sharedCatalogKey(key string) string { return "catalog:" + key }
 
@@ -202,7 +229,7 @@ func (c *catalogCache) prefetch(ctx context.Context, key string) {
 			err = errors.New("its key is another's")
 		}
 		c.log.Warn("mcpfleet: shared catalog is corrupt; ignoring it",
-			"error", &store.OpError{Store: storeName(c.shared), Op: "load catalog", Key: key, Err: fmt.Errorf("%w: %v", store.ErrBadRecord, err)})
+			"error", &store.Error{Store: storeName(c.shared), Op: "load catalog", Key: key, Err: fmt.Errorf("%w: %v", store.ErrCorrupt, err)})
 		return
 	}
 	c.mu.Lock()
@@ -213,7 +240,7 @@ func (c *catalogCache) prefetch(ctx context.Context, key string) {
 }
 
 // flushShared writes the records saved since the last flush to the shared
-// store; one that fails is written at the next save.
+// store; one that fails stays owed, and is written at the next flush.
 func (c *catalogCache) flushShared() {
 	c.mu.Lock()
 	pending := make(map[string]cacheRecord, len(c.pending))

@@ -21,5 +21,5 @@ func ExampleMemory() {
 	fmt.Println(s.SaveToken(ctx, k, store.TokenRecord{Data: []byte(`{}`), Fence: old.Fence}))
 	// Output:
 	// <nil>
-	// mcpfleet: memory store: save token alice/github@https://auth.example.com: fenced off: the record was written under a newer lease
+	// memory store: save token alice/github@https://auth.example.com: fenced off: the record was written under a newer lease
 }

@@ -66,8 +66,8 @@ func (s *FileTaskStore) SaveTask(ctx context.Context, r TaskRecord) error {
 	if err := ctx.Err(); err != nil {
 		return s.err("save task", key, err)
 	}
-	if r.Server == "" || r.TaskID == "" {
-		return s.err("save task", key, errors.New("a record needs a server and a task id"))
+	if err := r.Validate(); err != nil {
+		return s.err("save task", key, err)
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -167,12 +167,8 @@ func (s *FileTaskStore) read(name string) (TaskRecord, error) {
 	if len(data) > maxRecordBytes {
 		return r, fmt.Errorf("%w: larger than %d bytes", ErrCorrupt, maxRecordBytes)
 	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		// The message of a JSON syntax error quotes no content.
-		return TaskRecord{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	if r.Server == "" || r.TaskID == "" {
-		return TaskRecord{}, fmt.Errorf("%w: no server or task id", ErrCorrupt)
+	if r, err = UnmarshalTask(data, "", ""); err != nil {
+		return TaskRecord{}, err
 	}
 	if fileName(r.Server, r.TaskID) != name {
 		return TaskRecord{}, fmt.Errorf("%w: the record is of another task than its file's name says", ErrCorrupt)

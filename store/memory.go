@@ -18,7 +18,11 @@ func NewMemoryTaskStore() *MemoryTaskStore { return &MemoryTaskStore{} }
 
 // SaveTask stores a copy of r.
 func (s *MemoryTaskStore) SaveTask(ctx context.Context, r TaskRecord) error {
-	if err := ctx.Err(); err != nil {
+	err := ctx.Err()
+	if err == nil {
+		err = r.Validate()
+	}
+	if err != nil {
 		return &Error{Store: "memory task store", Op: "save task", Key: r.Key(), Err: err}
 	}
 	s.mu.Lock()

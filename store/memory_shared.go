@@ -4,22 +4,25 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/wakeup"
 )
 
 // Memory is a Shared store in the memory of one process: the per-user
-// fleets of one host share credentials, refresh leases, cooldowns and
-// catalogs through it. Nothing outlives the process. The zero value is not
-// ready; use NewMemory.
+// fleets of one host share credentials, refresh leases, cooldowns,
+// catalogs and task handles through it. Nothing outlives the process. The
+// zero value is not ready; use NewMemory.
 type Memory struct {
 	now func() time.Time
+	up  wakeup.Set // ServerUp's wake-ups, by server
 
 	mu        sync.Mutex // guards the fields below
 	tokens    map[[2]string]*memTokens
 	leases    map[string]*memLease
 	fences    map[string]uint64
 	cooldowns map[string]Cooldown
-	watchers  map[string]map[*chan struct{}]struct{}
 	catalogs  map[string][]byte
+	tasks     map[string]map[[2]string]TaskRecord // by scope, then server and task id
 }
 
 type memTokens struct {
@@ -36,19 +39,23 @@ type memLease struct {
 // NewMemory returns an empty Memory store.
 func NewMemory() *Memory {
 	return &Memory{now: time.Now, tokens: map[[2]string]*memTokens{}, leases: map[string]*memLease{},
-		fences: map[string]uint64{}, cooldowns: map[string]Cooldown{},
-		watchers: map[string]map[*chan struct{}]struct{}{}, catalogs: map[string][]byte{}}
+		fences: map[string]uint64{}, cooldowns: map[string]Cooldown{}, catalogs: map[string][]byte{},
+		tasks: map[string]map[[2]string]TaskRecord{}}
 }
 
 // Name names the store.
 func (s *Memory) Name() string { return "memory store" }
+
+func (s *Memory) fail(op, key string, err error) error {
+	return &Error{Store: s.Name(), Op: op, Key: key, Err: err}
+}
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
 // LoadToken implements TokenStore.
 func (s *Memory) LoadToken(ctx context.Context, k TokenKey) (TokenRecord, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return TokenRecord{}, false, &OpError{Store: s.Name(), Op: "load token", Key: k.String(), Err: err}
+		return TokenRecord{}, false, s.fail("load token", k.String(), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,7 +77,7 @@ func (s *Memory) LoadToken(ctx context.Context, k TokenKey) (TokenRecord, bool, 
 // SaveToken implements TokenStore.
 func (s *Memory) SaveToken(ctx context.Context, k TokenKey, r TokenRecord) error {
 	if err := ctx.Err(); err != nil {
-		return &OpError{Store: s.Name(), Op: "save token", Key: k.String(), Err: err}
+		return s.fail("save token", k.String(), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -80,7 +87,7 @@ func (s *Memory) SaveToken(ctx context.Context, k TokenKey, r TokenRecord) error
 		s.tokens[[2]string{k.User, k.Server}] = t
 	}
 	if old, ok := t.records[k.Issuer]; ok && old.Fence > r.Fence {
-		return &OpError{Store: s.Name(), Op: "save token", Key: k.String(), Err: ErrFenced}
+		return s.fail("save token", k.String(), ErrFenced)
 	}
 	t.records[k.Issuer] = TokenRecord{Data: clone(r.Data), Fence: r.Fence}
 	t.bound = k.Issuer
@@ -90,7 +97,7 @@ func (s *Memory) SaveToken(ctx context.Context, k TokenKey, r TokenRecord) error
 // DeleteTokens implements TokenStore.
 func (s *Memory) DeleteTokens(ctx context.Context, user, server string) error {
 	if err := ctx.Err(); err != nil {
-		return &OpError{Store: s.Name(), Op: "delete tokens", Key: TokenKey{User: user, Server: server}.String(), Err: err}
+		return s.fail("delete tokens", TokenKey{User: user, Server: server}.String(), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,10 +107,10 @@ func (s *Memory) DeleteTokens(ctx context.Context, user, server string) error {
 
 // Acquire implements Leases.
 func (s *Memory) Acquire(ctx context.Context, name string, ttl time.Duration) (Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return Lease{}, &OpError{Store: s.Name(), Op: "acquire lease", Key: name, Err: err}
-	}
 	for {
+		if err := ctx.Err(); err != nil {
+			return Lease{}, s.fail("acquire lease", name, err)
+		}
 		s.mu.Lock()
 		now := s.now()
 		l := s.leases[name]
@@ -119,15 +126,9 @@ func (s *Memory) Acquire(ctx context.Context, name string, ttl time.Duration) (L
 		}
 		wait, released := l.expires.Sub(now), l.released
 		s.mu.Unlock()
-		t := time.NewTimer(wait)
-		select {
-		case <-released:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return Lease{}, &OpError{Store: s.Name(), Op: "acquire lease", Key: name, Err: ctx.Err()}
+		if err := wakeup.Wait(ctx, released, wait); err != nil {
+			return Lease{}, s.fail("acquire lease", name, err)
 		}
-		t.Stop()
 	}
 }
 
@@ -145,7 +146,7 @@ func (s *Memory) Release(_ context.Context, l Lease) error {
 // Cooldown implements Cooldowns.
 func (s *Memory) Cooldown(ctx context.Context, server string) (Cooldown, error) {
 	if err := ctx.Err(); err != nil {
-		return Cooldown{}, &OpError{Store: s.Name(), Op: "read cooldown", Key: server, Err: err}
+		return Cooldown{}, s.fail("read cooldown", server, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,7 +156,7 @@ func (s *Memory) Cooldown(ctx context.Context, server string) (Cooldown, error) 
 // ClaimDial implements Cooldowns.
 func (s *Memory) ClaimDial(ctx context.Context, server string, prev, next Cooldown) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return false, &OpError{Store: s.Name(), Op: "claim dial", Key: server, Err: err}
+		return false, s.fail("claim dial", server, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -169,43 +170,22 @@ func (s *Memory) ClaimDial(ctx context.Context, server string, prev, next Cooldo
 // ServerUp implements Cooldowns.
 func (s *Memory) ServerUp(ctx context.Context, server string) error {
 	if err := ctx.Err(); err != nil {
-		return &OpError{Store: s.Name(), Op: "clear cooldown", Key: server, Err: err}
+		return s.fail("clear cooldown", server, err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.cooldowns, server)
-	for w := range s.watchers[server] {
-		select {
-		case *w <- struct{}{}:
-		default:
-		}
-	}
+	s.mu.Unlock()
+	s.up.Wake(server)
 	return nil
 }
 
 // WatchUp implements Cooldowns.
-func (s *Memory) WatchUp(server string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	if s.watchers[server] == nil {
-		s.watchers[server] = map[*chan struct{}]struct{}{}
-	}
-	s.watchers[server][&ch] = struct{}{}
-	s.mu.Unlock()
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.watchers[server], &ch)
-		if len(s.watchers[server]) == 0 {
-			delete(s.watchers, server)
-		}
-	}
-}
+func (s *Memory) WatchUp(server string) (<-chan struct{}, func()) { return s.up.Watch(server) }
 
 // LoadCatalog implements Catalogs.
 func (s *Memory) LoadCatalog(ctx context.Context, key string) ([]byte, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, &OpError{Store: s.Name(), Op: "load catalog", Key: key, Err: err}
+		return nil, false, s.fail("load catalog", key, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,10 +196,73 @@ func (s *Memory) LoadCatalog(ctx context.Context, key string) ([]byte, bool, err
 // SaveCatalog implements Catalogs.
 func (s *Memory) SaveCatalog(ctx context.Context, key string, data []byte) error {
 	if err := ctx.Err(); err != nil {
-		return &OpError{Store: s.Name(), Op: "save catalog", Key: key, Err: err}
+		return s.fail("save catalog", key, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.catalogs[key] = clone(data)
 	return nil
+}
+
+// Tasks implements TaskStores. A scope takes memory only while it holds
+// records: a user whose fleet never started a task costs nothing here.
+func (s *Memory) Tasks(scope string) TaskStore { return &memTasks{s: s, scope: scope} }
+
+// memTasks is one scope's view of Memory's tasks.
+type memTasks struct {
+	s     *Memory
+	scope string
+}
+
+func (t *memTasks) err(op, key string, err error) error {
+	return t.s.fail(op, t.scope+":"+key, err)
+}
+
+// SaveTask implements TaskStore.
+func (t *memTasks) SaveTask(ctx context.Context, r TaskRecord) error {
+	err := ctx.Err()
+	if err == nil {
+		err = r.Validate()
+	}
+	if err != nil {
+		return t.err("save task", r.Key(), err)
+	}
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	m := t.s.tasks[t.scope]
+	if m == nil {
+		m = map[[2]string]TaskRecord{}
+		t.s.tasks[t.scope] = m
+	}
+	m[[2]string{r.Server, r.TaskID}] = r.Clone()
+	return nil
+}
+
+// DeleteTask implements TaskStore.
+func (t *memTasks) DeleteTask(ctx context.Context, server, taskID string) error {
+	if err := ctx.Err(); err != nil {
+		return t.err("delete task", server+"/"+taskID, err)
+	}
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	m := t.s.tasks[t.scope]
+	delete(m, [2]string{server, taskID})
+	if len(m) == 0 {
+		delete(t.s.tasks, t.scope)
+	}
+	return nil
+}
+
+// LoadTasks implements TaskStore.
+func (t *memTasks) LoadTasks(ctx context.Context) ([]TaskRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, t.err("load tasks", "", err)
+	}
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	out := make([]TaskRecord, 0, len(t.s.tasks[t.scope]))
+	for _, r := range t.s.tasks[t.scope] {
+		out = append(out, r.Clone())
+	}
+	return out, nil
 }

@@ -1,22 +1,34 @@
 // Package store holds the state a Manager keeps outside its own memory, so
-// that it outlives a connection, a restart of the host, or (with a shared
-// implementation) one host among several: today the open MCP task handles
-// (TaskStore), with an implementation in a directory of files
-// (FileTaskStore, the Manager's default) and one in memory
-// (MemoryTaskStore). Implementations on shared databases live in nested
-// modules, so that a host that keeps its state in files needs nothing
-// more than the core module.
+// that it outlives a connection, a restart of the host, or one host among
+// several:
 //
-// Every method takes a context and may do I/O. Errors name the store, the
-// operation and the record (see Error); they never quote a record's
-// content, which may hold a tool's result.
+//   - the open MCP task handles (TaskStore): in a directory of files
+//     (FileTaskStore, the Manager's default) or in memory
+//     (MemoryTaskStore);
+//   - the state that replicas of a host, and the per-user fleets of one
+//     (the fleet package), share (Shared): OAuth credentials by user,
+//     server and issuer with fenced writes (TokenStore), refresh leases
+//     with fencing tokens (Leases), the backoff of upstream servers
+//     (Cooldowns), catalogs by server identity (Catalogs) and task handles
+//     by scope (TaskStores). Memory keeps it in one process.
+//
+// Implementations on shared databases live in nested modules
+// (github.com/mcpfleet/mcpfleet/store/redis, .../store/postgres), so that
+// a host that keeps its state in files or in memory needs nothing more
+// than the core module; internal/testkit/storetest is the conformance
+// suite every implementation runs.
+//
+// Every method takes a context and may do I/O. Every error is an *Error:
+// it names the store, the operation and the record, never a record's
+// content (which may hold a token or a tool's result); a record that
+// cannot be trusted is reported (ErrCorrupt, ErrUntrusted) and left alone.
 package store
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
+	"fmt"
 	"time"
 )
 
@@ -65,6 +77,35 @@ type TaskRecord struct {
 // Key returns the record's key, as errors name it: server and task id.
 func (r TaskRecord) Key() string { return r.Server + "/" + r.TaskID }
 
+// Validate reports a record that cannot be stored: one without a server
+// or a task id.
+func (r TaskRecord) Validate() error {
+	if r.Server == "" || r.TaskID == "" {
+		return errors.New("a record needs a server and a task id")
+	}
+	return nil
+}
+
+// UnmarshalTask decodes a record that a TaskStore kept as JSON (as
+// json.Marshal writes a TaskRecord), for the implementations of TaskStore:
+// a record that does not decode, has no key, or is not the record of
+// server and taskID (the key it was found under; both empty skip that
+// check) is an error that wraps ErrCorrupt and quotes none of it.
+func UnmarshalTask(data []byte, server, taskID string) (TaskRecord, error) {
+	var r TaskRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		// The message of a JSON syntax error quotes no content.
+		return TaskRecord{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if r.Validate() != nil {
+		return TaskRecord{}, fmt.Errorf("%w: no server or task id", ErrCorrupt)
+	}
+	if (server != "" || taskID != "") && (r.Server != server || r.TaskID != taskID) {
+		return TaskRecord{}, fmt.Errorf("%w: the record is of another task than its key says", ErrCorrupt)
+	}
+	return r, nil
+}
+
 // Clone returns a copy of r that shares nothing with it.
 func (r TaskRecord) Clone() TaskRecord {
 	r.Answered = append([]string(nil), r.Answered...)
@@ -93,49 +134,3 @@ type TaskStore interface {
 	// them. An error that leaves nothing usable returns no records.
 	LoadTasks(ctx context.Context) ([]TaskRecord, error)
 }
-
-// Errors a store reports, inside an *Error.
-var (
-	// ErrCorrupt: a record could not be read back as one (bad JSON, no
-	// key, a key that does not match where it was found). It is left
-	// alone, not trusted.
-	ErrCorrupt = errors.New("corrupt record")
-	// ErrUntrusted: the store's files are writable by another user, or
-	// owned by one: whoever can write them chooses which tasks the
-	// Manager polls and which results it hands the host.
-	ErrUntrusted = errors.New("untrusted")
-)
-
-// Error is the error of a store operation: which store, what was being
-// done, on which record, and why. Like the module's other typed errors it
-// carries no "mcpfleet: " prefix; the Manager's error around it does.
-//
-//	task store /home/u/.cache/mcpfleet/tasks: save task github/t-1: ...
-type Error struct {
-	// Store names the store: its kind and where it is ("task store
-	// /path", "memory task store").
-	Store string
-	// Op is the operation: "save task", "delete task", "load tasks".
-	Op string
-	// Key is the record's key (TaskRecord.Key); empty for the whole store.
-	Key string
-	Err error
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Store)
-	b.WriteString(": ")
-	b.WriteString(e.Op)
-	if e.Key != "" {
-		b.WriteString(" ")
-		b.WriteString(e.Key)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
-
-func (e *Error) Unwrap() error { return e.Err }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -32,64 +31,6 @@ func keys(rs []TaskRecord) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// Both stores keep the contract: save, replace, load, delete.
-func TestTaskStoreContract(t *testing.T) {
-	for name, mk := range map[string]func(t *testing.T) TaskStore{
-		"memory": func(*testing.T) TaskStore { return NewMemoryTaskStore() },
-		"file":   func(t *testing.T) TaskStore { return NewFileTaskStore(filepath.Join(t.TempDir(), "tasks")) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			s := mk(t)
-			ctx := t.Context()
-			got, err := s.LoadTasks(ctx)
-			if err != nil || len(got) != 0 {
-				t.Fatalf("empty store: %v, %v", got, err)
-			}
-			a, b := record("github", "t-1"), record("files", "t/2 ü")
-			for _, r := range []TaskRecord{a, b} {
-				if err := s.SaveTask(ctx, r); err != nil {
-					t.Fatal(err)
-				}
-			}
-			a.Status, a.RequestState = "input_required", "opaque"
-			if err := s.SaveTask(ctx, a); err != nil {
-				t.Fatal(err)
-			}
-			a.Answered[0] = "changed after the save" // the store kept its own copy
-			got, err = s.LoadTasks(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k := keys(got); !slices.Equal(k, []string{"files/t/2 ü", "github/t-1"}) {
-				t.Fatalf("keys = %v", k)
-			}
-			for _, r := range got {
-				if r.Server == "github" && (r.Status != "input_required" || r.RequestState != "opaque" ||
-					!slices.Equal(r.Answered, []string{"name"}) || r.TTL != time.Minute || string(r.Result) != `{"content":[]}`) {
-					t.Fatalf("loaded %+v", r)
-				}
-			}
-			if err := s.DeleteTask(ctx, "github", "t-1"); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.DeleteTask(ctx, "github", "t-1"); err != nil {
-				t.Fatalf("deleting nothing: %v", err)
-			}
-			got, err = s.LoadTasks(ctx)
-			if err != nil || !slices.Equal(keys(got), []string{"files/t/2 ü"}) {
-				t.Fatalf("after delete: %v, %v", keys(got), err)
-			}
-			done, cancel := context.WithCancel(ctx)
-			cancel()
-			err = s.SaveTask(done, a)
-			var se *Error
-			if !errors.Is(err, context.Canceled) || !errors.As(err, &se) || se.Op != "save task" || se.Key != "github/t-1" {
-				t.Fatalf("save with an ended context: %v", err)
-			}
-		})
-	}
 }
 
 // The file store makes its directory 0700 and its files 0600, lazily, and

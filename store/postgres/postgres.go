@@ -16,14 +16,15 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mcpfleet/mcpfleet/internal/wakeup"
 	"github.com/mcpfleet/mcpfleet/store"
 )
 
@@ -44,9 +45,7 @@ type Store struct {
 	t      tables
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the listener has stopped
-
-	mu      sync.Mutex // guards waiters
-	waiters map[string]map[*chan struct{}]struct{}
+	wake   wakeup.Set    // lease releases and servers up, by channel and payload
 }
 
 // tables are the quoted names of the Store's tables.
@@ -65,8 +64,7 @@ func WithPrefix(p string) Option { return func(s *Store) { s.prefix = p } }
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	cc := pool.Config().ConnConfig
 	s := &Store{pool: pool, prefix: DefaultPrefix, done: make(chan struct{}),
-		name:    fmt.Sprintf("postgres %s:%d/%s", cc.Host, cc.Port, cc.Database),
-		waiters: map[string]map[*chan struct{}]struct{}{}}
+		name: fmt.Sprintf("postgres %s:%d/%s", cc.Host, cc.Port, cc.Database)}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -106,7 +104,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) fail(op, key string, err error) error {
-	return &store.OpError{Store: s.name, Op: op, Key: key, Err: err}
+	return &store.Error{Store: s.name, Op: op, Key: key, Err: err}
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -145,7 +143,7 @@ func (s *Store) listen(ctx context.Context, ready chan<- error) {
 				first = false
 				ready <- nil
 			} else {
-				s.wakeAll()
+				s.wake.WakeAll()
 			}
 		})
 		if first {
@@ -178,50 +176,7 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 		if err != nil {
 			return err
 		}
-		s.wake(n.Channel + "\x00" + n.Payload)
-	}
-}
-
-func (s *Store) wake(subject string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for w := range s.waiters[subject] {
-		select {
-		case *w <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (s *Store) wakeAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, ws := range s.waiters {
-		for w := range ws {
-			select {
-			case *w <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-// watch registers a waiter for subject until stop.
-func (s *Store) watch(subject string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	if s.waiters[subject] == nil {
-		s.waiters[subject] = map[*chan struct{}]struct{}{}
-	}
-	s.waiters[subject][&ch] = struct{}{}
-	s.mu.Unlock()
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.waiters[subject], &ch)
-		if len(s.waiters[subject]) == 0 {
-			delete(s.waiters, subject)
-		}
+		s.wake.Wake(n.Channel + "\x00" + n.Payload)
 	}
 }
 
@@ -245,7 +200,7 @@ func (s *Store) LoadToken(ctx context.Context, k store.TokenKey) (store.TokenRec
 	case err != nil:
 		return store.TokenRecord{}, false, s.fail("load token", k.String(), err)
 	case fence < 0:
-		return store.TokenRecord{}, false, s.fail("load token", k.String(), store.ErrBadRecord)
+		return store.TokenRecord{}, false, s.fail("load token", k.String(), store.ErrCorrupt)
 	}
 	r.Fence = uint64(fence)
 	return r, true, nil
@@ -293,7 +248,7 @@ func (s *Store) Acquire(ctx context.Context, name string, ttl time.Duration) (st
 		return store.Lease{}, s.fail("acquire lease", name, err)
 	}
 	ms := max(ttl.Milliseconds(), 1)
-	released, stop := s.watch(s.channel("lease") + "\x00" + name)
+	released, stop := s.wake.Watch(s.channel("lease") + "\x00" + name)
 	defer stop()
 	for {
 		var fence int64
@@ -322,15 +277,9 @@ LIMIT 1`, name, ms).Scan(&fence, &expires, &left)
 		if err != nil || wait <= 0 {
 			wait = time.Millisecond // expired between the two reads: try again
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-released:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return store.Lease{}, s.fail("acquire lease", name, ctx.Err())
+		if err := wakeup.Wait(ctx, released, wait); err != nil {
+			return store.Lease{}, s.fail("acquire lease", name, err)
 		}
-		t.Stop()
 	}
 }
 
@@ -390,7 +339,7 @@ SELECT pg_notify($2, $1)`, server, s.channel("up"))
 
 // WatchUp implements store.Cooldowns.
 func (s *Store) WatchUp(server string) (<-chan struct{}, func()) {
-	return s.watch(s.channel("up") + "\x00" + server)
+	return s.wake.Watch(s.channel("up") + "\x00" + server)
 }
 
 // LoadCatalog implements store.Catalogs.
@@ -414,6 +363,73 @@ ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data, saved = now()`, key, data)
 		return s.fail("save catalog", key, err)
 	}
 	return nil
+}
+
+// Tasks implements store.TaskStores: scope's records are the rows of the
+// tasks table under scope, each the record as JSON.
+func (s *Store) Tasks(scope string) store.TaskStore { return &tasks{s: s, scope: scope} }
+
+type tasks struct {
+	s     *Store
+	scope string
+}
+
+// SaveTask implements store.TaskStore.
+func (t *tasks) SaveTask(ctx context.Context, r store.TaskRecord) error {
+	data, err := json.Marshal(r)
+	if err == nil {
+		err = r.Validate()
+	}
+	if err == nil {
+		_, err = t.s.pool.Exec(ctx, `INSERT INTO `+t.s.t.tasks+` (scope, server, task_id, data) VALUES ($1, $2, $3, $4)
+ON CONFLICT (scope, server, task_id) DO UPDATE SET data = EXCLUDED.data`, t.scope, r.Server, r.TaskID, data)
+	}
+	if err != nil {
+		return t.s.fail("save task", t.scope+":"+r.Key(), err)
+	}
+	return nil
+}
+
+// DeleteTask implements store.TaskStore.
+func (t *tasks) DeleteTask(ctx context.Context, server, taskID string) error {
+	_, err := t.s.pool.Exec(ctx, `DELETE FROM `+t.s.t.tasks+` WHERE scope = $1 AND server = $2 AND task_id = $3`,
+		t.scope, server, taskID)
+	if err != nil {
+		return t.s.fail("delete task", t.scope+":"+server+"/"+taskID, err)
+	}
+	return nil
+}
+
+// LoadTasks implements store.TaskStore. A row that is not a record, or is
+// another task's than its key says, is reported (store.ErrCorrupt) and
+// left alone.
+func (t *tasks) LoadTasks(ctx context.Context) ([]store.TaskRecord, error) {
+	rows, err := t.s.pool.Query(ctx, `SELECT server, task_id, data FROM `+t.s.t.tasks+` WHERE scope = $1`, t.scope)
+	if err != nil {
+		return nil, t.s.fail("load tasks", t.scope, err)
+	}
+	defer rows.Close()
+	var (
+		out  []store.TaskRecord
+		errs []error
+	)
+	for rows.Next() {
+		var srv, id string
+		var data []byte
+		if err := rows.Scan(&srv, &id, &data); err != nil {
+			return nil, t.s.fail("load tasks", t.scope, err)
+		}
+		r, err := store.UnmarshalTask(data, srv, id)
+		if err != nil {
+			errs = append(errs, t.s.fail("load task", t.scope+":"+srv+"/"+id, err))
+			continue
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, t.s.fail("load tasks", t.scope, err)
+	}
+	return out, errors.Join(errs...)
 }
 
 var _ store.Shared = (*Store)(nil)

@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/pgtest"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/replicatest"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/sharedtest"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/storetest"
 	"github.com/mcpfleet/mcpfleet/store"
 	"github.com/mcpfleet/mcpfleet/store/postgres"
@@ -77,5 +79,64 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) (store.Shared, store.Shared) {
 		prefix := "t_" + strings.ToLower(rand.Text()) + "_"
 		return open(t, srv, prefix), open(t, srv, prefix)
+	})
+}
+
+// prefixOf is a table prefix of t's own, so that the scenarios of one
+// server do not meet.
+func prefixOf() string { return "t_" + strings.ToLower(rand.Text()[:10]) + "_" }
+
+// What the Managers of replicas and users see through PostgreSQL: the
+// authorization server forgetting everything, the database slow and down,
+// corrupt records, the cooldown counted at the upstream, the wake-up.
+func TestSharedScenarios(t *testing.T) {
+	srv := pgtest.Start(t)
+	prefixes := map[string]string{}
+	sharedtest.Run(t, sharedtest.Backend{
+		Open: func(t *testing.T) store.Shared {
+			p, ok := prefixes[t.Name()]
+			if !ok {
+				p = prefixOf()
+				prefixes[t.Name()] = p
+			}
+			return open(t, srv, p)
+		},
+		Stop:   func(*testing.T) { srv.Stop() },
+		Start:  func(t *testing.T) { srv.Restart(t) },
+		Pause:  srv.Pause,
+		Resume: srv.Resume,
+	})
+}
+
+// A row that is not a record (a fence below zero, a task that is not
+// JSON) is reported and ignored, and a good write replaces it.
+func TestCorruptRecords(t *testing.T) {
+	srv := pgtest.Start(t)
+	pool, err := pgxpool.New(t.Context(), srv.URL(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var prefix string
+	pair := func(t *testing.T) (store.Shared, store.Shared) {
+		prefix = prefixOf()
+		return open(t, srv, prefix), open(t, srv, prefix)
+	}
+	table := func(name string) string { return pgx.Identifier{prefix + name}.Sanitize() }
+	storetest.RunCorrupt(t, pair, storetest.Corrupter{
+		TokenFence: func(t *testing.T, k store.TokenKey) {
+			_, err := pool.Exec(t.Context(), `UPDATE `+table("tokens")+` SET fence = -7 WHERE usr = $1 AND server = $2 AND issuer = $3`,
+				k.User, k.Server, k.Issuer)
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
+		Task: func(t *testing.T, scope, server, taskID string) {
+			_, err := pool.Exec(t.Context(), `UPDATE `+table("tasks")+` SET data = $4 WHERE scope = $1 AND server = $2 AND task_id = $3`,
+				scope, server, taskID, []byte(`{"server":"gh","taskId":"ba`))
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }

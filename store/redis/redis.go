@@ -19,15 +19,17 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpfleet/mcpfleet/internal/wakeup"
 	"github.com/mcpfleet/mcpfleet/store"
 )
 
@@ -43,9 +45,7 @@ type Store struct {
 	name   string
 	ps     *goredis.PubSub
 	done   chan struct{} // closed when the dispatcher has stopped
-
-	mu      sync.Mutex // guards waiters
-	waiters map[string]map[*chan struct{}]struct{}
+	wake   wakeup.Set    // lease releases and servers up, by channel and payload
 }
 
 // Option configures New.
@@ -61,14 +61,14 @@ func WithPrefix(p string) Option { return func(s *Store) { s.prefix = p } }
 func New(ctx context.Context, rdb *goredis.Client, opts ...Option) (*Store, error) {
 	o := rdb.Options()
 	s := &Store{rdb: rdb, prefix: DefaultPrefix, name: "redis " + o.Addr + "/" + strconv.Itoa(o.DB),
-		done: make(chan struct{}), waiters: map[string]map[*chan struct{}]struct{}{}}
+		done: make(chan struct{})}
 	for _, opt := range opts {
 		opt(s)
 	}
 	s.ps = rdb.Subscribe(ctx, s.channel("lease"), s.channel("up"))
 	if _, err := s.ps.Receive(ctx); err != nil {
 		s.ps.Close()
-		return nil, &store.OpError{Store: s.name, Op: "subscribe", Err: err}
+		return nil, s.fail("subscribe", "", err)
 	}
 	go s.dispatch(s.ps.Channel())
 	return s, nil
@@ -92,42 +92,12 @@ func esc(p string) string { return url.PathEscape(p) }
 func (s *Store) dispatch(ch <-chan *goredis.Message) {
 	defer close(s.done)
 	for msg := range ch {
-		s.wake(msg.Channel + "\x00" + msg.Payload)
-	}
-}
-
-func (s *Store) wake(subject string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for w := range s.waiters[subject] {
-		select {
-		case *w <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// watch registers a waiter for subject until stop.
-func (s *Store) watch(subject string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	if s.waiters[subject] == nil {
-		s.waiters[subject] = map[*chan struct{}]struct{}{}
-	}
-	s.waiters[subject][&ch] = struct{}{}
-	s.mu.Unlock()
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.waiters[subject], &ch)
-		if len(s.waiters[subject]) == 0 {
-			delete(s.waiters, subject)
-		}
+		s.wake.Wake(msg.Channel + "\x00" + msg.Payload)
 	}
 }
 
 func (s *Store) fail(op, key string, err error) error {
-	return &store.OpError{Store: s.name, Op: op, Key: key, Err: err}
+	return &store.Error{Store: s.name, Op: op, Key: key, Err: err}
 }
 
 // Tokens: one hash per user and server; field "bound" names the issuer
@@ -137,8 +107,11 @@ func (s *Store) tokensKey(user, server string) string {
 	return s.prefix + "tokens:" + esc(user) + ":" + esc(server)
 }
 
+// saveToken writes a record unless the stored one was written under a
+// larger fence; a stored fence that does not parse (a corrupt record)
+// counts as none, so that a good write replaces it.
 var saveToken = goredis.NewScript(`
-local cur = tonumber(redis.call('HGET', KEYS[1], 'f:' .. ARGV[1]) or '0')
+local cur = tonumber(redis.call('HGET', KEYS[1], 'f:' .. ARGV[1]) or '0') or 0
 if cur > tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'd:' .. ARGV[1], ARGV[2], 'f:' .. ARGV[1], ARGV[3], 'bound', ARGV[1])
 return 1`)
@@ -163,7 +136,7 @@ func (s *Store) LoadToken(ctx context.Context, k store.TokenKey) (store.TokenRec
 	}
 	f, err := strconv.ParseUint(h["f:"+iss], 10, 64)
 	if err != nil {
-		return store.TokenRecord{}, false, s.fail("load token", k.String(), fmt.Errorf("%w: its fence does not parse", store.ErrBadRecord))
+		return store.TokenRecord{}, false, s.fail("load token", k.String(), fmt.Errorf("%w: its fence does not parse", store.ErrCorrupt))
 	}
 	return store.TokenRecord{Data: []byte(d), Fence: f}, true, nil
 }
@@ -216,7 +189,7 @@ func (s *Store) Acquire(ctx context.Context, name string, ttl time.Duration) (st
 	ms := max(ttl.Milliseconds(), 1)
 	// Watch before trying, so that a release between the try and the wait
 	// is not missed.
-	released, stop := s.watch(s.channel("lease") + "\x00" + name)
+	released, stop := s.wake.Watch(s.channel("lease") + "\x00" + name)
 	defer stop()
 	for {
 		start := time.Now()
@@ -230,15 +203,9 @@ func (s *Store) Acquire(ctx context.Context, name string, ttl time.Duration) (st
 		if res[0] > 0 {
 			return store.Lease{Name: name, Fence: uint64(res[0]), Expires: start.Add(ttl)}, nil
 		}
-		t := time.NewTimer(time.Duration(res[1]) * time.Millisecond)
-		select {
-		case <-released:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return store.Lease{}, s.fail("acquire lease", name, ctx.Err())
+		if err := wakeup.Wait(ctx, released, time.Duration(res[1])*time.Millisecond); err != nil {
+			return store.Lease{}, s.fail("acquire lease", name, err)
 		}
-		t.Stop()
 	}
 }
 
@@ -278,7 +245,7 @@ func (s *Store) Cooldown(ctx context.Context, server string) (store.Cooldown, er
 	a, err1 := strconv.Atoi(h["a"])
 	u, err2 := strconv.ParseInt(h["u"], 10, 64)
 	if err1 != nil || err2 != nil {
-		return store.Cooldown{}, s.fail("read cooldown", server, store.ErrBadRecord)
+		return store.Cooldown{}, s.fail("read cooldown", server, store.ErrCorrupt)
 	}
 	return store.Cooldown{Attempts: a, Until: time.UnixMilli(u)}, nil
 }
@@ -308,7 +275,7 @@ func (s *Store) ServerUp(ctx context.Context, server string) error {
 
 // WatchUp implements store.Cooldowns.
 func (s *Store) WatchUp(server string) (<-chan struct{}, func()) {
-	return s.watch(s.channel("up") + "\x00" + server)
+	return s.wake.Watch(s.channel("up") + "\x00" + server)
 }
 
 func (s *Store) catalogKey(key string) string { return s.prefix + "catalog:" + esc(key) }
@@ -331,6 +298,72 @@ func (s *Store) SaveCatalog(ctx context.Context, key string, data []byte) error 
 		return s.fail("save catalog", key, err)
 	}
 	return nil
+}
+
+// Tasks implements store.TaskStores: scope's records in one hash, a
+// field per task (its server and id), each the record as JSON.
+func (s *Store) Tasks(scope string) store.TaskStore { return &tasks{s: s, scope: scope} }
+
+type tasks struct {
+	s     *Store
+	scope string
+}
+
+func (t *tasks) key() string { return t.s.prefix + "tasks:" + esc(t.scope) }
+
+func taskField(server, taskID string) string { return esc(server) + "/" + esc(taskID) }
+
+// SaveTask implements store.TaskStore.
+func (t *tasks) SaveTask(ctx context.Context, r store.TaskRecord) error {
+	data, err := json.Marshal(r)
+	if err == nil {
+		err = r.Validate()
+	}
+	if err == nil {
+		err = t.s.rdb.HSet(ctx, t.key(), taskField(r.Server, r.TaskID), data).Err()
+	}
+	if err != nil {
+		return t.s.fail("save task", esc(t.scope)+":"+r.Key(), err)
+	}
+	return nil
+}
+
+// DeleteTask implements store.TaskStore.
+func (t *tasks) DeleteTask(ctx context.Context, server, taskID string) error {
+	if err := t.s.rdb.HDel(ctx, t.key(), taskField(server, taskID)).Err(); err != nil {
+		return t.s.fail("delete task", esc(t.scope)+":"+server+"/"+taskID, err)
+	}
+	return nil
+}
+
+// LoadTasks implements store.TaskStore. A record that is not one, or is
+// another task's than its field says, is reported (store.ErrCorrupt) and
+// left alone.
+func (t *tasks) LoadTasks(ctx context.Context) ([]store.TaskRecord, error) {
+	h, err := t.s.rdb.HGetAll(ctx, t.key()).Result()
+	if err != nil {
+		return nil, t.s.fail("load tasks", esc(t.scope), err)
+	}
+	var (
+		out  []store.TaskRecord
+		errs []error
+	)
+	for field, data := range h {
+		srv, id, _ := strings.Cut(field, "/")
+		srv, err1 := url.PathUnescape(srv)
+		id, err2 := url.PathUnescape(id)
+		if err := errors.Join(err1, err2); err != nil {
+			errs = append(errs, t.s.fail("load task", esc(t.scope)+":"+field, fmt.Errorf("%w: %w", store.ErrCorrupt, err)))
+			continue
+		}
+		r, err := store.UnmarshalTask([]byte(data), srv, id)
+		if err != nil {
+			errs = append(errs, t.s.fail("load task", esc(t.scope)+":"+field, err))
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
 }
 
 var _ store.Shared = (*Store)(nil)

@@ -26,6 +26,15 @@ type Authorizer interface {
 	Answered(req *nethttp.Request, resp *nethttp.Response) (retry bool, err error)
 }
 
+// Acceptor is an Authorizer that is told when the server took a
+// request's credentials: it answered with neither a refusal (401, 403)
+// nor a server error. transport/http/oauth's Authorizer is one: a token
+// it just refreshed that the server refuses before taking it once sends
+// the user to authorize, instead of refreshing again.
+type Acceptor interface {
+	Accepted(req *nethttp.Request)
+}
+
 // WithAuthorizer makes every request of the Conn (the MCP requests, the
 // notification stream, the session DELETE) to the server's origin carry
 // a's credentials, and hands a the server's 401 and 403 answers; a
@@ -49,6 +58,7 @@ func (rt *roundTripper) authorized(req *nethttp.Request, a Authorizer) (*nethttp
 		resp = rt.probeCredentials(req, resp)
 	}
 	if err != nil || !refused(resp) {
+		accepted(a, areq, resp)
 		return resp, err
 	}
 	retry, aerr := a.Answered(areq, resp)
@@ -67,7 +77,12 @@ func (rt *roundTripper) authorized(req *nethttp.Request, a Authorizer) (*nethttp
 		return nil, &notSentError{err: fmt.Errorf("authorization: %w", err)}
 	}
 	resp, err = rt.sendOnce(again)
+	if err == nil && resp.StatusCode >= 500 && again.Header.Get("Authorization") != "" {
+		// The fresh credentials may be refused with a 5xx as the old were.
+		resp = rt.probeCredentials(req, resp)
+	}
 	if err != nil || !refused(resp) {
+		accepted(a, again, resp)
 		return resp, err
 	}
 	// Refused again with fresh credentials: no second retry. The
@@ -77,6 +92,14 @@ func (rt *roundTripper) authorized(req *nethttp.Request, a Authorizer) (*nethttp
 		return nil, &notSentError{err: fmt.Errorf("authorization: %w", aerr)}
 	}
 	return resp, nil
+}
+
+// accepted tells a, if it wants to know, that the server took req's
+// credentials when resp says so.
+func accepted(a Authorizer, req *nethttp.Request, resp *nethttp.Response) {
+	if acc, ok := a.(Acceptor); ok && resp != nil && resp.StatusCode < 500 && !refused(resp) {
+		acc.Accepted(req)
+	}
 }
 
 func refused(resp *nethttp.Response) bool {

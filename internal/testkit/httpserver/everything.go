@@ -47,6 +47,9 @@ type everythingProc struct {
 
 // procSlot holds the process of a server that stops and starts again.
 type procSlot struct {
+	// allMarkers makes a start wait for every marker, not the first.
+	allMarkers bool
+
 	mu   sync.Mutex // guards proc
 	proc *everythingProc
 }
@@ -117,7 +120,7 @@ func (p *procSlot) Stop() {
 // start starts cmd (see startProc) as the slot's process; one that did not
 // come to listen is stopped.
 func (p *procSlot) start(cmd *exec.Cmd, env []string, markers [][]byte) error {
-	proc, err := startProc(cmd, env, markers, func(proc *everythingProc) {
+	proc, err := startProc(cmd, env, markers, p.allMarkers, func(proc *everythingProc) {
 		p.mu.Lock()
 		p.proc = proc
 		p.mu.Unlock()
@@ -135,12 +138,12 @@ func (e *Everything) start() error {
 }
 
 // startProc starts cmd with env added, in its own process group, hands
-// its process to started, and waits until it prints one of markers. It
-// returns the process that it started, if any, with an error if it did not
-// listen: the caller stops it.
-func startProc(cmd *exec.Cmd, env []string, markers [][]byte, started func(*everythingProc)) (*everythingProc, error) {
+// its process to started, and waits until it prints one of markers (all
+// of them, with all). It returns the process that it started, if any,
+// with an error if it did not listen: the caller stops it.
+func startProc(cmd *exec.Cmd, env []string, markers [][]byte, all bool, started func(*everythingProc)) (*everythingProc, error) {
 	ready := make(chan struct{})
-	out := &lockedBuffer{ready: ready, markers: markers}
+	out := &lockedBuffer{ready: ready, markers: markers, all: all}
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = out
 	cmd.Stderr = out
@@ -183,11 +186,12 @@ func freePort() (int, error) {
 }
 
 // lockedBuffer collects a process's output and closes ready once a marker
-// shows up in it.
+// (every marker, with all) shows up in it.
 type lockedBuffer struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
 	markers [][]byte
+	all     bool
 	ready   chan struct{}
 	seen    bool
 }
@@ -199,12 +203,15 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 		b.buf.Write(p)
 	}
 	if !b.seen {
+		found := 0
 		for _, m := range b.markers {
 			if bytes.Contains(b.buf.Bytes(), m) {
-				b.seen = true
-				close(b.ready)
-				break
+				found++
 			}
+		}
+		if found > 0 && (!b.all || found == len(b.markers)) {
+			b.seen = true
+			close(b.ready)
 		}
 	}
 	return len(p), nil

@@ -58,6 +58,11 @@ type Options struct {
 	// TypeScript SDK's example server does (a request with no token still
 	// gets the 401 and its challenge).
 	ServerErrorForBadTokens bool
+	// OriginResource makes the protected resource metadata name the
+	// server's origin ("http://127.0.0.1:port/") as its resource, a parent
+	// of the MCP endpoint, as RFC 9728 allows: the resource indicator a
+	// client asks tokens for is then not the URL it connects to.
+	OriginResource bool
 	// Refreshing, if set, is called with each refresh request before it is
 	// handled: a test holds the refresh there (to kill the client that
 	// sent it, say). The request's context ends when the client goes.
@@ -88,6 +93,7 @@ type Server struct {
 	registrations  atomic.Int64
 	asRequests     atomic.Int64 // every request to the authorization server's paths
 	reuses         atomic.Int64 // refresh tokens redeemed a second time
+	rejectTokens   atomic.Bool  // the MCP server takes no token (RejectTokens)
 
 	// Refresh tokens rotate: lineage maps every refresh token issued to its
 	// grant, spent the ones redeemed already; a spent one redeemed again
@@ -198,6 +204,11 @@ func (s *Server) RestartForgetting(t testing.TB) {
 		t.Fatalf("oauthtest: restart on %s: %v", s.addr, err)
 	}
 }
+
+// RejectTokens makes the MCP server refuse every token, as one whose own
+// record of tokens was lost does, while the authorization server goes on
+// issuing and refreshing them (on), or take them again (off).
+func (s *Server) RejectTokens(on bool) { s.rejectTokens.Store(on) }
 
 // URL is the MCP endpoint.
 func (s *Server) URL() string { return "http://" + s.addr + "/mcp" }
@@ -374,8 +385,12 @@ func (s *Server) prMetadata(w http.ResponseWriter, _ *http.Request) {
 	if len(servers) == 0 {
 		servers = []string{s.Issuer()}
 	}
+	resource := s.URL()
+	if s.opts.OriginResource {
+		resource = s.Issuer() + "/"
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"resource":              s.URL(),
+		"resource":              resource,
 		"authorization_servers": servers,
 		"scopes_supported":      []string{Scope},
 	})
@@ -512,7 +527,7 @@ func (s *Server) bearer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if ok {
-			if _, err := s.manager.LoadAccessToken(r.Context(), tok); err == nil {
+			if _, err := s.manager.LoadAccessToken(r.Context(), tok); err == nil && !s.rejectTokens.Load() {
 				next.ServeHTTP(w, r)
 				return
 			}

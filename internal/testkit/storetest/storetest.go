@@ -3,13 +3,17 @@
 // against a real instance, so that they all keep the same promises:
 // credentials keyed by user, server and issuer, fenced writes, leases that
 // exclude, expire and wake their waiters, cooldowns claimed by one replica
-// at a time, wake-ups, catalogs, and errors that name the store.
+// at a time, wake-ups, catalogs, task handles by scope, and errors that
+// name the store. RunTasks is its TaskStore part, which the file and
+// memory task stores run too.
 package storetest
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +47,13 @@ func Run(t *testing.T, pair Pair) {
 	t.Run("Cooldown", func(t *testing.T) { cooldown(t, pair) })
 	t.Run("Catalogs", func(t *testing.T) { catalogs(t, pair) })
 	t.Run("ErrorsNameTheStore", func(t *testing.T) { errorsNameStore(t, pair) })
+	t.Run("Tasks", func(t *testing.T) {
+		RunTasks(t, func(t *testing.T) store.TaskStore {
+			a, _ := pair(t)
+			return a.Tasks("scope-1")
+		})
+	})
+	t.Run("TasksScoped", func(t *testing.T) { tasksScoped(t, pair) })
 }
 
 func tokens(t *testing.T, pair Pair) {
@@ -294,7 +305,7 @@ func errorsNameStore(t *testing.T, pair Pair) {
 	_, errs["ClaimDial"] = a.ClaimDial(done, "s", store.Cooldown{}, store.Cooldown{Attempts: 1})
 	_, _, errs["LoadCatalog"] = a.LoadCatalog(done, "k")
 	for op, err := range errs {
-		var oe *store.OpError
+		var oe *store.Error
 		switch {
 		case err == nil:
 			t.Errorf("%s with a cancelled context: no error", op)
@@ -305,5 +316,196 @@ func errorsNameStore(t *testing.T, pair Pair) {
 		case strings.Contains(err.Error(), "secret-token-data"):
 			t.Errorf("%s: %v shows the record", op, err)
 		}
+	}
+}
+
+// RunTasks runs the TaskStore part of the suite on the stores mk makes
+// (each call a fresh, empty one): save, replace, load, delete, copies,
+// and errors that name the store and the record. Run runs it on the
+// shared store's Tasks, and checks that scopes are kept apart.
+func RunTasks(t *testing.T, mk func(t *testing.T) store.TaskStore) {
+	t.Run("Contract", func(t *testing.T) { tasksContract(t, mk(t)) })
+}
+
+func taskRecord(server, id string) store.TaskRecord {
+	return store.TaskRecord{
+		Server: server, TaskID: id, Tool: "build", Protocol: "2025-11-25", Status: "working",
+		Started: time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC), TTL: time.Minute, PollInterval: time.Second,
+		Answered: []string{"name"}, Result: json.RawMessage(`{"content":[]}`),
+	}
+}
+
+// TaskKeys returns the sorted keys of rs.
+func TaskKeys(rs []store.TaskRecord) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Key())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func tasksContract(t *testing.T, s store.TaskStore) {
+	c := ctx(t)
+	got, err := s.LoadTasks(c)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("empty store: %v, %v", got, err)
+	}
+	a, b := taskRecord("github", "t-1"), taskRecord("files", "t/2 ü")
+	for _, r := range []store.TaskRecord{a, b} {
+		if err := s.SaveTask(c, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Status, a.RequestState = "input_required", "opaque"
+	if err := s.SaveTask(c, a); err != nil {
+		t.Fatal(err)
+	}
+	a.Answered[0] = "changed after the save" // the store kept its own copy
+	got, err = s.LoadTasks(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := TaskKeys(got); !slices.Equal(k, []string{"files/t/2 ü", "github/t-1"}) {
+		t.Fatalf("keys = %v", k)
+	}
+	for _, r := range got {
+		if r.Server == "github" && (r.Status != "input_required" || r.RequestState != "opaque" ||
+			!slices.Equal(r.Answered, []string{"name"}) || r.TTL != time.Minute || string(r.Result) != `{"content":[]}` ||
+			!r.Started.Equal(a.Started)) {
+			t.Fatalf("loaded %+v", r)
+		}
+	}
+	if err := s.DeleteTask(c, "github", "t-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTask(c, "github", "t-1"); err != nil {
+		t.Fatalf("deleting nothing: %v", err)
+	}
+	got, err = s.LoadTasks(c)
+	if err != nil || !slices.Equal(TaskKeys(got), []string{"files/t/2 ü"}) {
+		t.Fatalf("after delete: %v, %v", TaskKeys(got), err)
+	}
+	if err := s.SaveTask(c, store.TaskRecord{Server: "github"}); err == nil {
+		t.Error("a record without a task id was saved")
+	}
+	done, cancel := context.WithCancel(c)
+	cancel()
+	err = s.SaveTask(done, a)
+	var se *store.Error
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &se) || se.Op != "save task" || !strings.HasSuffix(se.Key, "github/t-1") {
+		t.Fatalf("save with an ended context: %v", err)
+	}
+	if strings.Contains(err.Error(), "opaque") {
+		t.Errorf("the error shows the record: %v", err)
+	}
+}
+
+// tasksScoped: one shared store, two scopes, two clients: each scope sees
+// its own records only, and the other client sees them too.
+func tasksScoped(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t)
+	alice, bob := a.Tasks("alice"), b.Tasks("bob")
+	if err := alice.SaveTask(c, taskRecord("gh", "a-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.SaveTask(c, taskRecord("gh", "b-1")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Tasks("alice").LoadTasks(c)
+	if err != nil || !slices.Equal(TaskKeys(got), []string{"gh/a-1"}) {
+		t.Fatalf("alice's tasks read by the other client: %v, %v", TaskKeys(got), err)
+	}
+	got, err = a.Tasks("bob").LoadTasks(c)
+	if err != nil || !slices.Equal(TaskKeys(got), []string{"gh/b-1"}) {
+		t.Fatalf("bob's tasks: %v, %v", TaskKeys(got), err)
+	}
+	if err := b.Tasks("alice").DeleteTask(c, "gh", "b-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := bob.LoadTasks(c); len(got) != 1 {
+		t.Errorf("a delete in alice's scope removed bob's task: %v", TaskKeys(got))
+	}
+}
+
+// Corrupter writes garbage where a store keeps a record, as a fault of
+// the disk or another program writing there would: what the store's API
+// cannot write. Each implementation knows where its records are.
+type Corrupter struct {
+	// TokenFence makes the fence of the record under k unreadable.
+	TokenFence func(t *testing.T, k store.TokenKey)
+	// Task writes garbage as the record of scope's task server/taskID.
+	Task func(t *testing.T, scope, server, taskID string)
+}
+
+// RunCorrupt checks that a corrupt record is reported (an *store.Error
+// that wraps store.ErrCorrupt, names the store and the record and quotes
+// nothing of it) and ignored, never trusted: the good records beside it
+// still load, and a good write replaces it.
+func RunCorrupt(t *testing.T, pair Pair, c Corrupter) {
+	t.Run("TokenFence", func(t *testing.T) {
+		a, b := pair(t)
+		cx := ctx(t)
+		k := store.TokenKey{User: "u", Server: "s", Issuer: "https://as.example"}
+		if err := a.SaveToken(cx, k, store.TokenRecord{Data: []byte("secret-document"), Fence: 3}); err != nil {
+			t.Fatal(err)
+		}
+		c.TokenFence(t, k)
+		_, ok, err := b.LoadToken(cx, k)
+		checkCorrupt(t, a, err, "secret-document")
+		if ok {
+			t.Error("a record with a corrupt fence was returned")
+		}
+		if err := b.SaveToken(cx, k, store.TokenRecord{Data: []byte("good"), Fence: 1}); err != nil {
+			t.Fatalf("a good write over a corrupt record: %v", err)
+		}
+		if r, ok, err := a.LoadToken(cx, k); err != nil || !ok || string(r.Data) != "good" || r.Fence != 1 {
+			t.Errorf("after the good write: %q %d %v %v", r.Data, r.Fence, ok, err)
+		}
+	})
+	t.Run("Task", func(t *testing.T) {
+		a, b := pair(t)
+		cx := ctx(t)
+		good := taskRecord("gh", "good")
+		if err := a.Tasks("alice").SaveTask(cx, good); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Tasks("alice").SaveTask(cx, taskRecord("gh", "bad")); err != nil {
+			t.Fatal(err)
+		}
+		c.Task(t, "alice", "gh", "bad")
+		got, err := b.Tasks("alice").LoadTasks(cx)
+		checkCorrupt(t, a, err, `"server"`)
+		if err != nil && !strings.Contains(err.Error(), "bad") {
+			t.Errorf("the error does not name the record: %v", err)
+		}
+		if !slices.Equal(TaskKeys(got), []string{"gh/good"}) {
+			t.Errorf("loaded %v, want the good record alone", TaskKeys(got))
+		}
+		// Left alone: reported again, until a good write replaces it.
+		if _, err := b.Tasks("alice").LoadTasks(cx); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("a second load: %v", err)
+		}
+		if err := b.Tasks("alice").SaveTask(cx, taskRecord("gh", "bad")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := a.Tasks("alice").LoadTasks(cx); err != nil || len(got) != 2 {
+			t.Errorf("after the good write: %v %v", TaskKeys(got), err)
+		}
+	})
+}
+
+// checkCorrupt checks err is the report of a corrupt record of s's.
+func checkCorrupt(t *testing.T, s store.Shared, err error, content string) {
+	t.Helper()
+	var se *store.Error
+	switch {
+	case !errors.Is(err, store.ErrCorrupt):
+		t.Errorf("%v, want ErrCorrupt", err)
+	case !errors.As(err, &se) || !strings.Contains(err.Error(), s.Name()):
+		t.Errorf("%v does not name the store %q", err, s.Name())
+	case strings.Contains(err.Error(), content):
+		t.Errorf("%v quotes the record", err)
 	}
 }

@@ -78,6 +78,11 @@ type Authorizer struct {
 	challenge challenge // the last 401 or 403's
 	pending   *pending
 	stepUps   map[string]int // per scope set asked for again though granted
+	// unproven is the access token of the last refresh until the server
+	// takes a request with it (Accepted): a refreshed token the server
+	// refuses shows that the server does not take this grant's tokens,
+	// which another refresh cannot fix.
+	unproven string
 }
 
 // pending is an authorization code flow waiting for the user.
@@ -200,7 +205,7 @@ func (a *Authorizer) loadLocked(ctx context.Context) {
 	}
 	e, err := a.store.Load(ctx, a.key)
 	switch {
-	case errors.Is(err, store.ErrBadRecord):
+	case errors.Is(err, store.ErrCorrupt):
 		a.loaded = true
 		a.log.Warn("mcpfleet: oauth: token store: the stored entry is corrupt; ignoring it", "server", a.key, "err", err)
 	case err != nil:
@@ -372,6 +377,15 @@ func (a *Authorizer) Answered(req *http.Request, resp *http.Response) (retry boo
 	if cur != nil && cur.AccessToken != sent {
 		return true, nil // refreshed meanwhile: try the new one
 	}
+	a.mu.Lock()
+	unproven := cur != nil && cur.AccessToken == a.unproven
+	a.mu.Unlock()
+	if unproven {
+		// One refresh, and the server refuses its token too: only the
+		// user can help (a server that lost its record of tokens, a grant
+		// it revoked), not a refresh per request.
+		return a.needUser(ctx, ch.scopes, "the server refused the token just refreshed")
+	}
 	if cur != nil && cur.RefreshToken != "" {
 		_, err := a.refresh(ctx, cur)
 		var te *tokenError
@@ -397,6 +411,18 @@ func (a *Authorizer) Answered(req *http.Request, resp *http.Response) (retry boo
 		reason = "the token was refused"
 	}
 	return a.needUser(ctx, ch.scopes, reason)
+}
+
+// Accepted is told the server answered req, sent with the Authorizer's
+// credentials, with neither a refusal (401, 403) nor a server error: the
+// token it carried is proven good.
+func (a *Authorizer) Accepted(req *http.Request) {
+	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+	a.mu.Lock()
+	if sent != "" && sent == a.unproven {
+		a.unproven = ""
+	}
+	a.mu.Unlock()
 }
 
 // stepUp answers a 403 insufficient_scope.
@@ -517,6 +543,9 @@ func (a *Authorizer) refresh(ctx context.Context, old *Token) (*Token, error) {
 		if a.leases != nil {
 			if t := a.reload(rctx, cur); t != nil {
 				a.log.Debug("mcpfleet: oauth: token refreshed by another replica", "server", a.key)
+				a.mu.Lock()
+				a.unproven = t.AccessToken
+				a.mu.Unlock()
 				return t, nil
 			}
 		}
@@ -540,6 +569,9 @@ func (a *Authorizer) refresh(ctx context.Context, old *Token) (*Token, error) {
 			return nil, te
 		}
 		nt := a.fromOAuth2(tok, cur.Scopes, cur)
+		a.mu.Lock()
+		a.unproven = nt.AccessToken
+		a.mu.Unlock()
 		a.saveToken(rctx, nt, "", "", "", nil, l)
 		a.log.Debug("mcpfleet: oauth: token refreshed", "server", a.key, "token", nt)
 		return nt, nil
@@ -644,7 +676,7 @@ const grantTypeJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 // second request in the body only; here it follows the authorization
 // server's metadata, as every other token request does.
 func (a *Authorizer) tokenExchange(ctx context.Context, d *discovery, c *Client, scopes []string) (*oauth2.Token, error) {
-	idToken, err := a.cfg.IDToken(ctx)
+	idToken, err := a.cfg.idToken(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: ID token: %w", err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -129,6 +131,39 @@ type Config struct {
 	// IDToken returns the user's ID token from the identity provider
 	// (TokenExchange).
 	IDToken func(ctx context.Context) (string, error)
+	// IDTokenFile, when IDToken is nil, is a file holding the user's ID
+	// token, read at each exchange (TokenExchange): a token that a login
+	// helper or an agent of the identity provider keeps fresh there. This
+	// is how a config file gives the grant its ID token.
+	IDTokenFile string
+}
+
+// maxIDTokenBytes bounds what is read of IDTokenFile.
+const maxIDTokenBytes = 64 << 10
+
+// idToken returns the ID token of the TokenExchange grant: IDToken's, or
+// IDTokenFile's content without surrounding white space.
+func (c Config) idToken(ctx context.Context) (string, error) {
+	if c.IDToken != nil {
+		return c.IDToken(ctx)
+	}
+	f, err := os.Open(c.IDTokenFile)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxIDTokenBytes+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s: %w", c.IDTokenFile, err)
+	case len(data) > maxIDTokenBytes:
+		return "", fmt.Errorf("%s: larger than %d bytes: not an ID token", c.IDTokenFile, maxIDTokenBytes)
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", fmt.Errorf("%s: empty", c.IDTokenFile)
+	}
+	return tok, nil
 }
 
 // Redirect returns the redirect URI the client uses.
@@ -165,8 +200,8 @@ func (c Config) Validate() error {
 			return fail("idpTokenEndpoint", "missing for the token_exchange grant")
 		case c.IdPClientID == "":
 			return fail("idpClientId", "missing for the token_exchange grant")
-		case c.IDToken == nil:
-			return fail("IDToken", "missing for the token_exchange grant")
+		case c.IDToken == nil && c.IDTokenFile == "":
+			return fail("idTokenFile", "missing for the token_exchange grant (or oauth.Config.IDToken, in code)")
 		}
 	default:
 		return fail("grant", "unknown %v", c.Grant)
@@ -237,6 +272,15 @@ func (c Config) String() string {
 		b.WriteString(" scopes=" + strings.Join(c.Scopes, ","))
 	}
 	b.WriteString(" redirect=" + c.Redirect())
+	if c.IdPTokenEndpoint != "" {
+		b.WriteString(" idpTokenEndpoint=" + redact.URL(c.IdPTokenEndpoint))
+	}
+	if c.IdPClientID != "" {
+		b.WriteString(" idpClientId=" + c.IdPClientID)
+	}
+	if c.IDTokenFile != "" {
+		b.WriteString(" idTokenFile=" + c.IDTokenFile)
+	}
 	if c.IdPClientSecret != "" {
 		b.WriteString(" idpClientSecret=<redacted>")
 	}

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,11 +49,18 @@ func main() {
 	url := os.Args[len(os.Args)-1]
 	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := run(scenario, url, logger); err != nil {
+	err := run(scenario, url, logger)
+	for _, f := range cleanups {
+		f()
+	}
+	if err != nil {
 		logger.Error("scenario failed", "scenario", scenario, "err", err)
 		os.Exit(1)
 	}
 }
+
+// cleanups remove what a scenario left on disk, once it has run.
+var cleanups []func()
 
 func run(scenario, url string, logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -200,17 +208,39 @@ func oauthConfig(scenario, raw string) (*oauth.Config, error) {
 	}
 	switch {
 	case sc.IdPIDToken != "":
-		cfg.Grant = oauth.TokenExchange
-		cfg.IdPTokenEndpoint = sc.IdPTokenEndpoint
-		cfg.IdPClientID = sc.IdPClientID
-		idToken := sc.IdPIDToken
-		cfg.IDToken = func(context.Context) (string, error) { return idToken, nil }
+		return tokenExchangeConfig(sc)
 	case strings.HasPrefix(scenario, "auth/client-credentials"):
 		cfg.Grant = oauth.ClientCredentials
 		cfg.PrivateKey = sc.PrivateKeyPEM
 		cfg.SigningAlgorithm = sc.SigningAlgorithm
 	}
 	return cfg, nil
+}
+
+// tokenExchangeConfig is the OAuth config of the token exchange scenario
+// (auth/cross-app-access-complete-flow), made as a host makes it: from a
+// config file's oauth block, whose ID token is read from a file.
+func tokenExchangeConfig(sc scenarioContext) (*oauth.Config, error) {
+	dir, err := os.MkdirTemp("", "conformance")
+	if err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+	idTokenFile := filepath.Join(dir, "id_token")
+	if err := os.WriteFile(idTokenFile, []byte(sc.IdPIDToken), 0o600); err != nil {
+		return nil, err
+	}
+	block, err := json.Marshal(map[string]string{"grant": "token_exchange", "clientId": sc.ClientID,
+		"clientSecret": sc.ClientSecret, "clientName": "mcpfleet-conformance", "idpTokenEndpoint": sc.IdPTokenEndpoint,
+		"idpClientId": sc.IdPClientID, "idTokenFile": idTokenFile})
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := client.ParseConfig([]byte(`{"mcpServers": {"s": {"url": "http://127.0.0.1/mcp", "oauth": ` + string(block) + `}}}`))
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Servers["s"].OAuth, nil
 }
 
 // call calls tool on the scenario's server, failing when the server does not
