@@ -34,6 +34,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/fleet"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/llm"
 	"github.com/mcpfleet/mcpfleet/store"
@@ -51,6 +52,7 @@ var (
 	_ = time.Second
 	_ = mcp.NewTool
 	_ = lifecycle.Connected
+	_ = fleet.New
 	_ = llm.Explain
 	_ = store.NewMemory
 	_ toolsearch.Query
