@@ -270,6 +270,9 @@ func (g *Gateway) request(ctx context.Context, srvName string, do func(context.C
 // the server's requests for the client.
 func (g *Gateway) callTool(ctx context.Context, req mcp.CallToolRequest, srvName, qualified string, invoke invokeFunc) (*mcp.CallToolResult, error) {
 	res, err := g.callRounds(ctx, req.Params.MultiRoundTripParams, progressToken(req), srvName, req.GetRawArguments(), invoke)
+	if n := g.notesOf(ctx); n != nil {
+		n.await(ctx) // the call's progress written before its result (see notes.go)
+	}
 	var limit *limitError
 	switch {
 	case err == nil:
@@ -481,7 +484,11 @@ func (c *call) progress(g *Gateway) func(mcp.ProgressNotification) {
 		if p.Params.Message != "" {
 			params["message"] = p.Params.Message
 		}
-		_ = g.srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
+		if g.srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params) == nil {
+			if n := g.notesOf(ctx); n != nil {
+				n.sent.Add(1)
+			}
+		}
 	}
 }
 

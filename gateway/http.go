@@ -115,6 +115,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && !h.readBody(w, r) {
 		return
 	}
+	w, r = h.countNotes(w, r)
 	h.mcp.ServeHTTP(w, r)
 }
 

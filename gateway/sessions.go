@@ -30,6 +30,7 @@ type session struct {
 
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds
+	notes    *notes       // of an MCP session's streams (see notes.go)
 
 	mu sync.Mutex // guards cs
 	// cs is the mcp-go session, for the requests the gateway sends it;
@@ -126,7 +127,7 @@ func (t *sessionTable) get(key, id string, cs server.ClientSession) *session {
 		t.pruneLocked()
 		t.addressed++
 	}
-	s := &session{key: key, id: id, max: t.max, cs: cs}
+	s := &session{key: key, id: id, max: t.max, cs: cs, notes: newNotes()}
 	if t.rate > 0 {
 		s.lim = rate.NewLimiter(rate.Limit(t.rate), t.burst)
 	}
@@ -134,6 +135,13 @@ func (t *sessionTable) get(key, id string, cs server.ClientSession) *session {
 	s.lastUsed.Store(time.Now().UnixNano())
 	t.byKey[key] = s
 	return s
+}
+
+// lookup returns the session of key, if there is one.
+func (t *sessionTable) lookup(key string) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byKey[key]
 }
 
 // pruneLocked forgets the sessions keyed by address that have been idle

@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// mcp-go v1.2.1's streamable HTTP server can lose a notification sent
+// while a request is handled: the goroutine that forwards a session's
+// notifications to the request's stream may take one off the queue just
+// as the handler returns, and then drops it when it sees the request
+// done (the queue is drained only of what is still in it). For progress,
+// the last report of a call is the one lost. So the gateway counts the
+// progress notifications it hands mcp-go and those mcp-go writes on a
+// stream, and a call's result waits until every one sent so far was
+// written: a matter of microseconds, since the forwarder runs while the
+// handler waits.
+
+// noteWait bounds that wait, should mcp-go drop a notification where
+// the gateway cannot see it (a stream whose client is gone).
+const noteWait = time.Second
+
+// notes counts the progress notifications of one MCP session, or of one
+// request of a client without a session.
+type notes struct {
+	sent, written atomic.Int64
+	wrote         chan struct{} // a token after each write, capacity 1
+}
+
+func newNotes() *notes { return &notes{wrote: make(chan struct{}, 1)} }
+
+// writtenOne counts one notification written.
+func (n *notes) writtenOne() {
+	n.written.Add(1)
+	select {
+	case n.wrote <- struct{}{}:
+	default:
+	}
+}
+
+// await waits until the notifications sent before it was called were
+// written, ctx ends, or noteWait passed.
+func (n *notes) await(ctx context.Context) {
+	want := n.sent.Load()
+	if n.written.Load() >= want {
+		return
+	}
+	t := time.NewTimer(noteWait)
+	defer t.Stop()
+	for n.written.Load() < want {
+		select {
+		case <-n.wrote:
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// notesKey marks the context of a downstream HTTP request: its value is
+// the request's own notes, or sessionNotes for a request of a session.
+type notesKey struct{}
+
+// sessionNotes is notesKey's value for a request of an MCP session.
+var sessionNotes = new(notes)
+
+// notesOf returns the notes of the downstream request in ctx: its
+// session's, or its own; nil over stdio, whose stream loses nothing.
+func (g *Gateway) notesOf(ctx context.Context) *notes {
+	n, _ := ctx.Value(notesKey{}).(*notes)
+	if n != sessionNotes {
+		return n
+	}
+	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+		if s := g.sessions.lookup("s:" + cs.SessionID()); s != nil {
+			return s.notes
+		}
+	}
+	return nil
+}
+
+// progressEvent is how mcp-go writes a progress notification on a stream.
+var (
+	sseEvent       = []byte("event: message\ndata: ")
+	progressMethod = []byte(`"method":"notifications/progress"`)
+)
+
+// noteWriter is an HTTP response writer that counts the progress
+// notifications mcp-go writes on it (writeSSEEvent writes each event in
+// one Write).
+type noteWriter struct {
+	http.ResponseWriter
+	notes func() *notes
+}
+
+func (w *noteWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if bytes.HasPrefix(p, sseEvent) && bytes.Contains(p, progressMethod) {
+		if c := w.notes(); c != nil {
+			c.writtenOne()
+		}
+	}
+	return n, err
+}
+
+// Flush makes mcp-go see a writer that streams, as the one it wraps.
+func (w *noteWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap is for http.ResponseController.
+func (w *noteWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countNotes wraps w so that the progress notifications written on it
+// count for r's session, or for r itself, and marks r's context (see
+// notesOf).
+func (h *HTTPServer) countNotes(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+	if id := r.Header.Get(server.HeaderKeySessionID); id != "" {
+		r = r.WithContext(context.WithValue(r.Context(), notesKey{}, sessionNotes))
+		return &noteWriter{ResponseWriter: w, notes: func() *notes {
+			if s := h.g.sessions.lookup("s:" + id); s != nil {
+				return s.notes
+			}
+			return nil
+		}}, r
+	}
+	n := newNotes()
+	r = r.WithContext(context.WithValue(r.Context(), notesKey{}, n))
+	return &noteWriter{ResponseWriter: w, notes: func() *notes { return n }}, r
+}
