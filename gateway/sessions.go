@@ -160,7 +160,8 @@ func (t *sessionTable) pruneLocked() {
 	}
 }
 
-// drop forgets the session of id and ends it: its calls are cancelled.
+// drop forgets the session of id and marks it ended; the caller cancels
+// its calls (callTable.endSession).
 func (t *sessionTable) drop(id string) *session {
 	t.mu.Lock()
 	s := t.byKey[sessionKey{true, id}]
