@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/cputime"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/upstream"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
@@ -24,7 +26,12 @@ import (
 // (echo, one string argument) on the same kind of server (the fault
 // server, a Go child over stdio), made
 //
-//   - impl=direct: with mcp-go's client straight to the server;
+//   - impl=direct: with mcp-go's client straight to the server, with no
+//     client info and no capabilities;
+//   - impl=host: the same, by a client that says what a host says in every
+//     2026-07-28 request's _meta and the Manager the gateway uses says too:
+//     a client info (the Manager's), and sampling, elicitation (form and
+//     URL) and roots, which the gateway's Manager declares to forward them;
 //   - impl=manager: with the Manager the gateway calls through;
 //   - impl=gateway: through the gateway, from the moment the downstream
 //     request's bytes are read (mcp-go's server dispatching it to the
@@ -33,6 +40,10 @@ import (
 //     on loopback, which adds the downstream hop the direct call does not
 //     make (a client of the gateway pays two hops where a direct client pays
 //     one).
+//
+// Besides wall time each reports cpu-ns/op, the CPU time of the benchmark's
+// process per call (the server child's is not in it): on a shared machine
+// it is the steadier measure.
 func BenchmarkCall(b *testing.B) {
 	inv := faultserver.Command(faultserver.ModeNormal)
 	args := map[string]any{"text": "hello"}
@@ -52,34 +63,69 @@ func BenchmarkCall(b *testing.B) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = "echo", args
 		b.ReportAllocs()
+		cpu := cputime.Process()
 		for b.Loop() {
 			if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 				b.Fatal(err)
 			}
 		}
+		cputime.Report(b, cpu)
+	})
+	b.Run("impl=host", func(b *testing.B) {
+		ctx := context.Background()
+		h := hostHandlers{}
+		c := mcpclient.NewClient(transport.NewStdio(inv.Path, inv.EnvList(), inv.Args...),
+			mcpclient.WithSamplingHandler(h), mcpclient.WithRootsHandler(h), mcpclient.WithElicitationHandler(h),
+			mcpclient.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}}))
+		defer c.Close()
+		if err := c.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "mcpfleet", Version: "0.1.0"}
+		if _, err := c.Initialize(ctx, init); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "echo", args
+		b.ReportAllocs()
+		cpu := cputime.Process()
+		for b.Loop() {
+			if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+				b.Fatal(err)
+			}
+		}
+		cputime.Report(b, cpu)
 	})
 	spec := client.ServerSpec{Stdio: &stdio.Spec{Command: inv.Path, Args: inv.Args, Env: inv.Env}}
 	b.Run("impl=manager", func(b *testing.B) {
 		f := newFleet(b, map[string]client.ServerSpec{"f": spec})
 		ctx := context.Background()
 		b.ReportAllocs()
+		cpu := cputime.Process()
 		for b.Loop() {
 			if res, err := f.m.CallTool(ctx, "f", "echo", args); err != nil || res.IsError {
 				b.Fatal(err)
 			}
 		}
+		cputime.Report(b, cpu)
 	})
 	b.Run("impl=gateway", func(b *testing.B) {
 		f := newFleet(b, map[string]client.ServerSpec{"f": spec}, gateway.WithSessionLimits(-1, -1))
 		msg := json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hello"}}}`)
 		ctx := context.Background()
 		b.ReportAllocs()
+		cpu := cputime.Process()
 		for b.Loop() {
 			resp := f.g.Server().HandleMessage(ctx, msg)
 			if _, ok := resp.(mcp.JSONRPCResponse); !ok {
 				b.Fatalf("%#v", resp)
 			}
 		}
+		cputime.Report(b, cpu)
 	})
 	b.Run("impl=gateway-http", func(b *testing.B) {
 		f := newFleet(b, map[string]client.ServerSpec{"f": spec}, gateway.WithSessionLimits(-1, -1))
@@ -89,11 +135,13 @@ func BenchmarkCall(b *testing.B) {
 		req.Params.Name, req.Params.Arguments = "f__echo", args
 		ctx := context.Background()
 		b.ReportAllocs()
+		cpu := cputime.Process()
 		for b.Loop() {
 			if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
 				b.Fatal(err)
 			}
 		}
+		cputime.Report(b, cpu)
 	})
 }
 
@@ -155,4 +203,20 @@ func dialQuiet(b *testing.B, url string) *mcpclient.Client {
 	}
 	b.Cleanup(func() { c.Close() })
 	return c
+}
+
+// hostHandlers are impl=host's handlers of a server's requests, there to
+// declare the capabilities; the benchmark's server sends none.
+type hostHandlers struct{}
+
+func (hostHandlers) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return nil, errors.New("not in this benchmark")
+}
+
+func (hostHandlers) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{}, nil
+}
+
+func (hostHandlers) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return nil, errors.New("not in this benchmark")
 }

@@ -56,9 +56,14 @@ type call struct {
 	progressToken   mcp.ProgressToken
 	ctx             context.Context
 	cancel          context.CancelCauseFunc
-	done            chan struct{} // closed when res and err are set
-	res             *mcp.CallToolResult
-	err             error
+	// done is closed when res and err are set. It and wake exist only for
+	// a modern carrier (a tools/call of a 2026-07-28 client), the one kind
+	// of call that a downstream request waits on (wait) and that a server's
+	// request reaches (enqueue); a call of any other kind runs on its
+	// downstream request's goroutine and needs neither.
+	done chan struct{}
+	res  *mcp.CallToolResult
+	err  error
 
 	mu sync.Mutex // guards the fields below
 	// token is the requestState of the call's rounds, made at the first.
@@ -74,7 +79,7 @@ type call struct {
 	queued []*ask
 	sent   map[string]*ask
 	nextID int
-	wake   chan struct{} // signalled (capacity 1) when an ask is queued
+	wake   chan struct{} // signalled (capacity 1) when an ask is queued; see done
 }
 
 // ask is one request of a server's for the client, carried by a call.
@@ -100,13 +105,18 @@ func callFrom(ctx context.Context) *call {
 }
 
 // callTable holds the calls in flight: by upstream server, for the
-// Forwarder to attribute a server's requests, and by token, for the
-// rounds of 2026-07-28 clients.
+// Forwarder to attribute a server's requests and for a session's end to
+// cancel its calls, and by token, for the rounds of 2026-07-28 clients.
 type callTable struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// byServer keeps a server's set when its last call ends, so that a
+	// call does not make a map: up to keptSets empty sets are kept.
 	byServer map[string]map[*call]struct{}
 	byToken  map[string]*call
 }
+
+// keptSets bounds the servers whose empty call sets the callTable keeps.
+const keptSets = 1024
 
 func (t *callTable) init() {
 	t.byServer = map[string]map[*call]struct{}{}
@@ -129,7 +139,7 @@ func (t *callTable) remove(c *call) {
 	defer t.mu.Unlock()
 	if set := t.byServer[c.server]; set != nil {
 		delete(set, c)
-		if len(set) == 0 {
+		if len(set) == 0 && len(t.byServer) > keptSets {
 			delete(t.byServer, c.server)
 		}
 	}
@@ -151,6 +161,29 @@ func (t *callTable) onServer(srvName string) []*call {
 	}
 	sortCalls(out)
 	return out
+}
+
+// ofSession returns the calls in flight of sess.
+func (t *callTable) ofSession(sess *session) []*call {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*call
+	for _, set := range t.byServer {
+		for c := range set {
+			if c.sess == sess {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// endSession cancels the calls of sess, which has ended (its ended flag
+// is set before: a call that start registers after this walk sees it).
+func (t *callTable) endSession(sess *session) {
+	for _, c := range t.ofSession(sess) {
+		c.cancel(errSessionEnded)
+	}
 }
 
 // token returns c's requestState, making and registering it at the first
@@ -196,27 +229,32 @@ func sortCalls(cs []*call) {
 
 // start makes the call of the downstream request in ctx on srvName: it
 // is counted against the session's limit, registered for the Forwarder,
-// and its upstream context ends with the session, the gateway and
-// cancel. The caller runs the upstream request and calls finish.
+// and its upstream context ends with the session (callTable.endSession),
+// the gateway and cancel. The caller runs the upstream request and calls
+// finish.
 func (g *Gateway) start(ctx context.Context, srvName string, carrier bool) (*call, error) {
 	sess := g.sessions.of(ctx)
 	if err := sess.acquire(); err != nil {
 		return nil, err
 	}
-	c := &call{sess: sess, server: srvName, started: time.Now(), carrier: carrier, done: make(chan struct{}),
-		wake: make(chan struct{}, 1)}
+	c := &call{sess: sess, server: srvName, started: time.Now(), carrier: carrier}
 	c.modern = server.IsModernRequest(ctx)
+	if c.modern && carrier {
+		c.done, c.wake = make(chan struct{}), make(chan struct{}, 1)
+	}
 	if info, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
 		c.caps = info.GetClientCapabilities()
 	}
 	if pi := server.RequestProtocolInfoFromContext(ctx); pi != nil && pi.ClientCapabilities != nil {
 		c.caps = *pi.ClientCapabilities
 	}
-	base, cancel := context.WithCancelCause(g.ctx)
+	var base context.Context
+	base, c.cancel = context.WithCancelCause(g.ctx)
 	c.ctx = context.WithValue(base, callKey{}, c)
-	stopSess := context.AfterFunc(sess.ctx, func() { cancel(errSessionEnded) })
-	c.cancel = func(cause error) { stopSess(); cancel(cause) }
 	g.calls.add(c)
+	if sess.ended.Load() {
+		c.cancel(errSessionEnded) // it ended before the walk could see c
+	}
 	return c, nil
 }
 
@@ -235,7 +273,9 @@ func (g *Gateway) finish(c *call, res *mcp.CallToolResult, err error) {
 	queued, sent := c.queued, c.sent
 	c.queued, c.sent = nil, nil
 	c.mu.Unlock()
-	close(c.done)
+	if c.done != nil {
+		close(c.done)
+	}
 	c.cancel(context.Canceled)
 	for _, a := range queued {
 		a.answer <- askAnswer{err: errCallEnded}
@@ -273,14 +313,21 @@ func (g *Gateway) callTool(ctx context.Context, req mcp.CallToolRequest, srvName
 	if n := g.notesOf(ctx); n != nil {
 		n.await(ctx) // the call's progress written before its result (see notes.go)
 	}
-	var limit *limitError
 	switch {
 	case err == nil:
 		return res, nil
-	case errors.As(err, &limit), errors.Is(err, errUnknownState), errors.Is(err, ErrClosed):
-		return nil, err // a JSON-RPC error: the call never started
+	case neverStarted(err):
+		return nil, err // a JSON-RPC error
 	}
 	return llm.ErrorResult(llm.Explain(qualified, err, time.Time{})), nil
+}
+
+// neverStarted reports whether err is the error of a call that never
+// started: over a session's limit, an unknown requestState, the gateway
+// closed.
+func neverStarted(err error) bool {
+	var limit *limitError
+	return errors.As(err, &limit) || errors.Is(err, errUnknownState) || errors.Is(err, ErrClosed)
 }
 
 // errUnknownState is the error of a round whose requestState names no call

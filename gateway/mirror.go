@@ -130,10 +130,11 @@ func (g *Gateway) serverTool(t snapshot.Tool) server.ServerTool {
 	def := t.Definition()
 	def.Name = t.Qualified()
 	srvName, name, qualified := t.Server(), t.Name(), t.Qualified()
+	invoke := func(ctx context.Context, args any, opts ...callOption) (*mcp.CallToolResult, error) {
+		return g.m.CallTool(ctx, srvName, name, args, opts...)
+	}
 	return server.ServerTool{Tool: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return g.callTool(ctx, req, srvName, qualified, func(ctx context.Context, args any, opts ...callOption) (*mcp.CallToolResult, error) {
-			return g.m.CallTool(ctx, srvName, name, args, opts...)
-		})
+		return g.callTool(ctx, req, srvName, qualified, invoke)
 	}}
 }
 

@@ -78,7 +78,7 @@ func (g *Gateway) notesOf(ctx context.Context) *notes {
 		return n
 	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
-		if s := g.sessions.lookup("s:" + cs.SessionID()); s != nil {
+		if s := g.sessions.lookup(cs.SessionID()); s != nil {
 			return s.notes
 		}
 	}
@@ -126,7 +126,7 @@ func (h *HTTPServer) countNotes(w http.ResponseWriter, r *http.Request) (http.Re
 	if id := r.Header.Get(server.HeaderKeySessionID); id != "" {
 		r = r.WithContext(context.WithValue(r.Context(), notesKey{}, sessionNotes))
 		return &noteWriter{ResponseWriter: w, notes: func() *notes {
-			if s := h.g.sessions.lookup("s:" + id); s != nil {
+			if s := h.g.sessions.lookup(id); s != nil {
 				return s.notes
 			}
 			return nil

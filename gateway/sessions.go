@@ -21,12 +21,14 @@ import (
 // it.
 type session struct {
 	// Set at creation, read-only.
-	key string
+	key sessionKey
 	id  string // the MCP session id; empty for an address
 	lim *rate.Limiter
 	max int64 // requests to servers at once; <= 0: no limit
-	ctx context.Context
-	end context.CancelCauseFunc
+
+	// ended is set when the session ended (dropped, or the gateway
+	// closed); the gateway then cancels its calls (callTable.endSession).
+	ended atomic.Bool
 
 	inflight atomic.Int64
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -73,7 +75,7 @@ type sessionTable struct {
 	burst int
 
 	mu    sync.Mutex
-	byKey map[string]*session
+	byKey map[sessionKey]*session
 	// addressed counts the sessions keyed by address, which have no end
 	// of their own: those unused for addressIdle are forgotten when more
 	// than addressKeep are known.
@@ -87,10 +89,18 @@ const (
 )
 
 func (t *sessionTable) init(o options) {
-	t.byKey = map[string]*session{}
+	t.byKey = map[sessionKey]*session{}
 	t.max = int64(o.maxInFlight)
 	t.rate = o.requestRate
 	t.burst = max(1, int(2*o.requestRate))
+}
+
+// sessionKey names a session: by its MCP session id (byID), or by the
+// client's address. A struct, not a joined string, so that finding the
+// session of a request makes no string.
+type sessionKey struct {
+	byID bool
+	name string
 }
 
 // remoteKey carries the client's address in the context of an HTTP request.
@@ -101,16 +111,16 @@ type remoteKey struct{}
 func (t *sessionTable) of(ctx context.Context) *session {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs != nil && cs.SessionID() != "" {
-		return t.get("s:"+cs.SessionID(), cs.SessionID(), cs)
+		return t.get(sessionKey{true, cs.SessionID()}, cs.SessionID(), cs)
 	}
 	addr, _ := ctx.Value(remoteKey{}).(string)
 	if addr == "" {
 		addr = "local"
 	}
-	return t.get("a:"+addr, "", nil)
+	return t.get(sessionKey{false, addr}, "", nil)
 }
 
-func (t *sessionTable) get(key, id string, cs server.ClientSession) *session {
+func (t *sessionTable) get(key sessionKey, id string, cs server.ClientSession) *session {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.byKey[key]; s != nil {
@@ -131,17 +141,16 @@ func (t *sessionTable) get(key, id string, cs server.ClientSession) *session {
 	if t.rate > 0 {
 		s.lim = rate.NewLimiter(rate.Limit(t.rate), t.burst)
 	}
-	s.ctx, s.end = context.WithCancelCause(context.Background())
 	s.lastUsed.Store(time.Now().UnixNano())
 	t.byKey[key] = s
 	return s
 }
 
-// lookup returns the session of key, if there is one.
-func (t *sessionTable) lookup(key string) *session {
+// lookup returns the session of the MCP session id, if there is one.
+func (t *sessionTable) lookup(id string) *session {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.byKey[key]
+	return t.byKey[sessionKey{true, id}]
 }
 
 // pruneLocked forgets the sessions keyed by address that have been idle
@@ -159,14 +168,15 @@ func (t *sessionTable) pruneLocked() {
 	}
 }
 
-// drop forgets the session of id and ends it: its calls are cancelled.
+// drop forgets the session of id and marks it ended; the caller cancels
+// its calls (callTable.endSession).
 func (t *sessionTable) drop(id string) *session {
 	t.mu.Lock()
-	s := t.byKey["s:"+id]
-	delete(t.byKey, "s:"+id)
+	s := t.byKey[sessionKey{true, id}]
+	delete(t.byKey, sessionKey{true, id})
 	t.mu.Unlock()
 	if s != nil {
-		s.end(errSessionEnded)
+		s.ended.Store(true)
 	}
 	return s
 }
@@ -189,14 +199,14 @@ func (t *sessionTable) endAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range t.byKey {
-		s.end(ErrClosed)
+		s.ended.Store(true)
 	}
 }
 
 // sessionRegistered is mcp-go's hook for a new MCP session (stdio, or an
 // initialize over streamable HTTP).
 func (g *Gateway) sessionRegistered(ctx context.Context, cs server.ClientSession) {
-	g.sessions.get("s:"+cs.SessionID(), cs.SessionID(), cs)
+	g.sessions.get(sessionKey{true, cs.SessionID()}, cs.SessionID(), cs)
 	g.log.Debug("mcpfleet: gateway: session started", "session", cs.SessionID())
 }
 
@@ -206,6 +216,7 @@ func (g *Gateway) sessionRegistered(ctx context.Context, cs server.ClientSession
 // dropped.
 func (g *Gateway) sessionUnregistered(ctx context.Context, cs server.ClientSession) {
 	if s := g.sessions.drop(cs.SessionID()); s != nil {
+		g.calls.endSession(s)
 		g.log.Debug("mcpfleet: gateway: session ended", "session", cs.SessionID(), "in_flight", s.inflight.Load())
 	}
 	g.subs.drop(cs)

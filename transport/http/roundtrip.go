@@ -266,31 +266,47 @@ type attempt struct {
 	conn   atomic.Pointer[trackedConn] // the connection of the latest attempt; nil for HTTP/2
 	reused atomic.Bool                 // the latest attempt's connection came from the pool
 	wrote  atomic.Bool                 // some attempt may have delivered the request
+
+	// first is the trace of the first watch, allocated with the attempt.
+	// A resend gets a trace of its own: httptrace.WithClientTrace composes
+	// the caller's hooks into the trace it is given, so one trace given
+	// twice would call them twice.
+	first   httptrace.ClientTrace
+	watched bool
 }
 
 // watch returns req with the attempt's trace composed into its context
 // (net/http calls the caller's trace hooks too).
 func (a *attempt) watch(req *nethttp.Request) *nethttp.Request {
-	return req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			// net/http calls GotConn again for each attempt it makes.
-			c := tracked(info.Conn)
-			if c != nil {
-				c.begin(info.Reused)
-			}
-			a.conn.Store(c)
-			a.reused.Store(info.Reused)
-		},
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				a.wrote.Store(true)
-				return
-			}
-			if c := a.conn.Load(); c == nil || c.wrote() > 0 {
-				a.wrote.Store(true)
-			}
-		},
-	}))
+	trace := &a.first
+	if a.watched {
+		trace = &httptrace.ClientTrace{}
+	}
+	a.watched = true
+	trace.GotConn, trace.WroteRequest = a.gotConn, a.wroteRequest
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+}
+
+// gotConn is the trace's GotConn: net/http calls it again for each attempt
+// it makes.
+func (a *attempt) gotConn(info httptrace.GotConnInfo) {
+	c := tracked(info.Conn)
+	if c != nil {
+		c.begin(info.Reused)
+	}
+	a.conn.Store(c)
+	a.reused.Store(info.Reused)
+}
+
+// wroteRequest is the trace's WroteRequest.
+func (a *attempt) wroteRequest(info httptrace.WroteRequestInfo) {
+	if info.Err == nil {
+		a.wrote.Store(true)
+		return
+	}
+	if c := a.conn.Load(); c == nil || c.wrote() > 0 {
+		a.wrote.Store(true)
+	}
 }
 
 // written reports whether the request may have reached the server.

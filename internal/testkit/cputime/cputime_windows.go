@@ -1,6 +1,6 @@
 //go:build windows
 
-package client
+package cputime
 
 import (
 	"time"
@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// processCPUTime returns the user and kernel CPU time the process used so far.
-func processCPUTime() time.Duration {
+// Process returns the user and kernel CPU time the process used so far.
+func Process() time.Duration {
 	var creation, exit, kernel, user windows.Filetime
 	if err := windows.GetProcessTimes(windows.CurrentProcess(), &creation, &exit, &kernel, &user); err != nil {
 		return 0

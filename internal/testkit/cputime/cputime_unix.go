@@ -1,14 +1,14 @@
 //go:build unix
 
-package client
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPUTime returns the user and system CPU time the process used so far.
-func processCPUTime() time.Duration {
+// Process returns the user and system CPU time the process used so far.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
