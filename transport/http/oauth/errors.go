@@ -3,6 +3,9 @@ package oauth
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/mcpfleet/mcpfleet/transport"
 
@@ -170,4 +173,25 @@ func (e *tokenError) refused() bool {
 		return true
 	}
 	return false
+}
+
+// registrationError says once what the registration endpoint answered:
+// the OAuth error code and description of a refusal, or the HTTP status of
+// another answer, never its body (an error page). oauthex's own texts say
+// "registration failed" under our "dynamic client registration" and carry
+// the whole body.
+func registrationError(err error) error {
+	var re *oauthex.ClientRegistrationError
+	if errors.As(err, &re) {
+		msg := "oauth: the authorization server refused the client registration: " + re.ErrorCode
+		if re.ErrorDescription != "" {
+			msg += " (" + re.ErrorDescription + ")"
+		}
+		return errors.New(msg)
+	}
+	if rest, ok := strings.CutPrefix(err.Error(), "registration failed with status "); ok {
+		status, _, _ := strings.Cut(rest, ":")
+		return fmt.Errorf("oauth: dynamic client registration: the authorization server answered %s", status)
+	}
+	return fmt.Errorf("oauth: dynamic client registration: %w", redact.Error(err))
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
-	"github.com/mcpfleet/mcpfleet/internal/redact"
 	"github.com/mcpfleet/mcpfleet/store"
 )
 
@@ -138,7 +137,7 @@ func (a *Authorizer) clientFor(ctx context.Context, d *discovery) (*Client, erro
 	}
 	reg, err := oauthex.RegisterClient(ctx, d.asm.RegistrationEndpoint, meta, a.hc)
 	if err != nil {
-		return nil, fmt.Errorf("oauth: dynamic client registration: %w", redact.Error(err))
+		return nil, registrationError(err)
 	}
 	c := &Client{ID: reg.ClientID, Secret: reg.ClientSecret, AuthMethod: reg.TokenEndpointAuthMethod,
 		Issuer: d.asm.Issuer, RedirectURI: a.cfg.Redirect(), Registered: true}
