@@ -69,9 +69,10 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args any, o
 	if err := m.filteredTool(server, tool); err != nil {
 		return nil, withOp(opCallTool+" "+tool, server, err)
 	}
+	task, known := m.taskCall(server, tool, opts)
 	return run(ctx, m, server, request[*mcp.CallToolResult]{
 		method: string(mcp.MethodToolsCall), name: tool, op: opCallTool, args: args,
-		replay: toolReplayable, send: sendCallTool, task: m.taskCall(server, tool, opts),
+		replay: toolReplayable, send: sendCallTool, task: task, taskUnknown: !known,
 	}, opts)
 }
 
@@ -219,6 +220,9 @@ type request[T any] struct {
 	// (callAsTask) instead of sending it: a tool that requires a task, or a
 	// call made WithTask.
 	task bool
+	// taskUnknown: whether the tool requires a task was not known when
+	// the call began (no catalog published); do asks the runtime's.
+	taskUnknown bool
 	// patient marks a request that waits on the server's work for as long
 	// as it takes (the tasks/result of a task that waits for input): the
 	// server's call Timeout does not bound it, and its context ending is no
@@ -292,11 +296,24 @@ func do[T any](ctx context.Context, s *slot, r request[T], args any, opts []Call
 		res T
 		err error
 	)
-	if r.task {
+	if r.taskUnknown {
+		// The call's timeout bounds the wait for the runtime that decides
+		// as well as the call, as one.
+		o := applyCallOptions(opts)
+		if timeout := callTimeout(s.config(), &o); timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		r.task, err = s.taskRequired(ctx, r.name)
+	}
+	switch {
+	case err != nil: // no runtime came: the error the request's own wait gives
+	case r.task:
 		var out *mcp.CallToolResult
 		out, err = s.m.callAsTask(ctx, s, req, r.name, args, opts)
 		res, _ = any(out).(T)
-	} else {
+	default:
 		res, err = doOn(ctx, s, req, r, args, opts)
 	}
 	if gen != nil && req.Generation != 0 {

@@ -367,18 +367,41 @@ func withoutTimeout(opts []CallOption) []CallOption {
 	return append(slices.Clip(opts), func(o *callOptions) { o.timeout = 0 })
 }
 
-// taskCall reports whether CallTool of tool on server runs as a task: asked
-// for with WithTask, or required by the tool in the published catalog.
-func (m *Manager) taskCall(server, tool string, opts []CallOption) bool {
+// taskCall reports whether CallTool of tool on server runs as a task:
+// asked for with WithTask, or required by the tool in the published
+// catalog. known is false when no catalog is published (a server still
+// connecting, or enabled again): the runtime's catalog decides (do).
+func (m *Manager) taskCall(server, tool string, opts []CallOption) (task, known bool) {
 	if len(opts) > 0 && applyCallOptions(opts).task {
-		return true
+		return true, true
 	}
 	c, ok := m.pub.View().Catalog(server)
-	if !ok || (c.Capabilities.Tasks == nil && c.Capabilities.Extensions == nil) {
+	if !ok {
+		return false, false
+	}
+	return requiresTask(c.Capabilities, c.Tools, tool), true
+}
+
+// taskRequired waits for s's runtime, as a request does (acquire), and
+// reports whether its catalog says tool requires a task: for a call that
+// began while no catalog was published.
+func (s *slot) taskRequired(ctx context.Context, tool string) (bool, error) {
+	l, err := s.acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer l.release()
+	return l.catalog != nil && requiresTask(l.catalog.Capabilities, l.catalog.Tools, tool), nil
+}
+
+// requiresTask reports whether a server of caps that lists tools runs tool
+// only as a task.
+func requiresTask(caps mcp.ServerCapabilities, tools []mcp.Tool, tool string) bool {
+	if caps.Tasks == nil && caps.Extensions == nil {
 		return false
 	}
-	for i := range c.Tools {
-		if t := &c.Tools[i]; t.Name == tool {
+	for i := range tools {
+		if t := &tools[i]; t.Name == tool {
 			return t.Execution != nil && t.Execution.TaskSupport == mcp.TaskSupportRequired
 		}
 	}

@@ -982,3 +982,45 @@ func TestTaskCollectedAfterApply(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+// A call to a tool that requires a task, made while its server has no
+// catalog published (lazy, so not yet connected; likewise one enabled
+// again), runs as a task: the runtime's catalog decides once it is up,
+// not the empty View of when the call began. (Found by the soak: a call
+// just after Enable went out plain, and the server refused it.)
+func TestTaskRequiredBeforeTheCatalog(t *testing.T) {
+	ts := taskserver.New()
+	defer ts.Close()
+	e := newTaskEnv(t, nil)
+	if err := e.m.Add(e.ctx, "jobs", ServerSpec{Dialer: ts.Dial, Lazy: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.m.View().Catalog("jobs"); ok {
+		t.Fatal("a lazy server has a catalog before it connected")
+	}
+	done := make(chan error, 1)
+	go func() {
+		res, err := e.m.CallTool(e.ctx, "jobs", taskserver.ToolWorkRequired, map[string]any{"job": "lazy"})
+		if err == nil && resultText(t, res) != "done lazy" {
+			err = fmt.Errorf("result %q", resultText(t, res))
+		}
+		done <- err
+	}()
+	select {
+	case <-ts.Started():
+	case err := <-done: // a plain call: the server refuses it
+		t.Fatalf("the call ended before its job started: %v", err)
+	case <-e.ctx.Done():
+		t.Fatal(e.ctx.Err())
+	}
+	e.event(EventTaskCreated, taskserver.Await(t, e.ctx, ts.Created(), "the task"))
+	ts.Release("lazy")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-e.ctx.Done():
+		t.Fatal(e.ctx.Err())
+	}
+}
