@@ -50,11 +50,20 @@ type testServer struct {
 	listGate  atomic.Pointer[chan struct{}]
 	// listFail makes tools/list answer with a JSON-RPC error.
 	listFail atomic.Bool
+	// sendHook, when set, runs as a request enters a connection's
+	// transport, before it is counted as late: it stands for a sender
+	// held up there.
+	sendHook atomic.Pointer[func(c *recConn, ctx context.Context, method string)]
 }
 
-func newTestServer() *testServer {
+func newTestServer() *testServer { return newTestServerListChanged(true) }
+
+// newTestServerListChanged is newTestServer declaring tools listChanged or
+// not: a runtime of a server that declares nothing to listen for opens no
+// subscriptions/listen stream.
+func newTestServerListChanged(listChanged bool) *testServer {
 	ts := &testServer{block: make(chan struct{}), entered: make(chan struct{}, 16)}
-	srv := server.NewMCPServer("test", "1.0", server.WithToolCapabilities(true))
+	srv := server.NewMCPServer("test", "1.0", server.WithToolCapabilities(listChanged))
 	readOnly := true
 	idem := true
 	srv.AddTool(mcp.NewTool("echo", mcp.WithString("text"), mcp.WithReadOnlyHintAnnotation(readOnly)),
@@ -110,7 +119,7 @@ func (ts *testServer) dialer() Dialer {
 		if err != nil {
 			return nil, err
 		}
-		rc := &recConn{Conn: c, ts: ts}
+		rc := &recConn{Conn: c, ts: ts, closing: make(chan struct{})}
 		ts.mu.Lock()
 		ts.conns = append(ts.conns, rc)
 		ts.mu.Unlock()
@@ -127,6 +136,19 @@ func (ts *testServer) lateRequests() int64 {
 		n += c.afterClose.Load()
 	}
 	return n
+}
+
+// lateMethods lists the methods of the requests lateRequests counts.
+func (ts *testServer) lateMethods() []string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var out []string
+	for _, c := range ts.conns {
+		c.lateMu.Lock()
+		out = append(out, c.late...)
+		c.lateMu.Unlock()
+	}
+	return out
 }
 
 // openConns counts connections not yet closed.
@@ -148,7 +170,11 @@ type recConn struct {
 	*inproc.Conn
 	ts         *testServer
 	closed     atomic.Bool
+	closing    chan struct{} // closed as Close begins
+	closeOnce  sync.Once
 	afterClose atomic.Int64
+	lateMu     sync.Mutex
+	late       []string // the methods of the requests counted in afterClose
 }
 
 func (c *recConn) Transport() mcptransport.Interface {
@@ -157,6 +183,7 @@ func (c *recConn) Transport() mcptransport.Interface {
 
 func (c *recConn) Close(ctx context.Context) error {
 	c.closed.Store(true)
+	c.closeOnce.Do(func() { close(c.closing) })
 	err := c.Conn.Close(ctx)
 	c.ts.mu.Lock()
 	closeErr := c.ts.closeErr
@@ -173,8 +200,14 @@ type recTransport struct {
 }
 
 func (t *recTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	if h := t.c.ts.sendHook.Load(); h != nil {
+		(*h)(t.c, ctx, req.Method)
+	}
 	if t.c.closed.Load() {
 		t.c.afterClose.Add(1)
+		t.c.lateMu.Lock()
+		t.c.late = append(t.c.late, req.Method)
+		t.c.lateMu.Unlock()
 	}
 	if req.Method == string(mcp.MethodToolsList) {
 		t.c.ts.listCalls.Add(1)

@@ -50,7 +50,92 @@ type lease struct {
 	idleSeq  uint64       // numbers the armed idle check, so a stale one drops itself
 
 	listen listenState // its own subscriptions/listen stream (listen.go)
+
+	// own admits the requests the Manager makes on the runtime by itself,
+	// outside any call: its listen stream, a list_changed refresh, an idle
+	// probe. Closing the runtime shuts it and waits for them.
+	own ownGate
 }
+
+// ownGate admits the requests the Manager sends on a runtime of its own
+// accord until the runtime begins to close; closeLeaseIn shuts it and
+// waits, bounded, for those admitted to end before it closes the Conn.
+//
+// Checking the lease's context before sending is not enough, nor is
+// mcp-go's own check: a request that passed them can be held up (its
+// thread descheduled on a loaded machine) while the runtime is detached
+// and closed, and then go out on the closed Conn, tens of milliseconds
+// after Disable or Remove returned. Calls are kept out the same way by
+// l.calls, which teardown drains.
+type ownGate struct {
+	mu   sync.Mutex
+	n    int           // requests admitted and not yet ended
+	shut bool          // set once the runtime began to close: nothing more is admitted
+	idle chan struct{} // made by close if n > 0; closed when n drops to 0
+}
+
+// enter admits one request, unless the gate was shut.
+func (g *ownGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut {
+		return false
+	}
+	g.n++
+	return true
+}
+
+// exit ends a request that enter admitted.
+func (g *ownGate) exit() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.n == 0 && g.idle != nil {
+		close(g.idle)
+	}
+}
+
+// close shuts the gate and waits until the requests admitted have ended,
+// or ctx ends. The caller has cancelled their context first, so they end
+// promptly. waiting, if not nil, is called before it waits, if it has to
+// (a test's hook).
+func (g *ownGate) close(ctx context.Context, waiting func()) {
+	g.mu.Lock()
+	g.shut = true
+	if g.n == 0 {
+		g.mu.Unlock()
+		return
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	if waiting != nil {
+		waiting()
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+}
+
+// beginOwn admits a request the Manager makes on l by itself; it reports
+// false, and nothing may be sent, once l is detached or closing. A true
+// must be paired with endOwn once the request has returned.
+func (l *lease) beginOwn() bool {
+	if !l.own.enter() {
+		return false
+	}
+	if l.ctx.Err() != nil {
+		l.own.exit()
+		return false
+	}
+	return true
+}
+
+// endOwn ends a request beginOwn admitted.
+func (l *lease) endOwn() { l.own.exit() }
 
 // markAnswered records that the server answered a request on l. It stores
 // only once, so that the call path does not write a shared cache line on

@@ -59,12 +59,16 @@ func (m *Manager) listenLocked(l *lease, f mcp.SubscriptionFilter) {
 		l.listen.stop = nil
 	}
 	l.listen.filter = f
-	if f.IsEmpty() || l.ctx.Err() != nil {
+	// Admitted here, not in the goroutine: closing the runtime waits for
+	// the stream's request to end, and one not yet sent cannot slip out
+	// after the close.
+	if f.IsEmpty() || !l.beginOwn() {
 		return
 	}
 	ctx, stop := context.WithCancel(l.ctx)
 	l.listen.stop = stop
 	m.wg.Go(func() {
+		defer l.endOwn()
 		defer stop()
 		if ctx.Err() != nil {
 			return // detached before this goroutine ran: send nothing into a closing runtime

@@ -70,6 +70,10 @@ type Manager struct {
 	// onIdle, when set (by tests only, before any Add), is told what
 	// every idle check found (idle.go), with no lock held.
 	onIdle func(s *slot, v idleVerdict)
+	// onOwnWait, when set (by tests only, before any Add), runs when
+	// closing l waits for the requests the Manager made on it by itself
+	// (lease.own) to end, with no lock held.
+	onOwnWait func(l *lease)
 }
 
 // New returns a Manager with no servers. With WithStateFile it first ends

@@ -218,7 +218,7 @@ func (md *model) disable(name string) string {
 		md.t.Fatalf("disable: %v", err)
 	}
 	if ts := md.servers[name]; ts.lateRequests() != 0 {
-		md.t.Fatalf("a request reached a closed runtime of %s", name)
+		md.t.Fatalf("a request reached a closed runtime of %s: %v", name, ts.lateMethods())
 	}
 	if st, err := md.m.Status(name); err == nil {
 		if st.State != lifecycle.Disabled {
@@ -363,7 +363,7 @@ func (md *model) check() error {
 	md.mu.Unlock()
 	for name, ts := range md.servers {
 		if n := ts.lateRequests(); n != 0 {
-			return fmt.Errorf("%s: %d requests reached closed runtimes", name, n)
+			return fmt.Errorf("%s: %d requests reached closed runtimes: %v", name, n, ts.lateMethods())
 		}
 		s, err := md.m.slot(name)
 		if err != nil {

@@ -32,13 +32,13 @@ func (s *slot) idleTick(l *lease) {
 	if t := s.config().spec.Timeout; t > 0 {
 		timeout = t
 	}
-	ctx, cancel := l.watcherCtx(timeout)
-	if ctx.Err() != nil {
-		cancel()
+	if !l.beginOwn() {
 		return // detached meanwhile: nothing goes out on it
 	}
+	ctx, cancel := l.watcherCtx(timeout)
 	defer cancel()
 	err := probe(ctx, l.client)
+	l.endOwn()
 	if h := s.m.onProbe; h != nil {
 		h(s, err)
 	}

@@ -82,12 +82,22 @@ func (s *slot) closeLease(l *lease) error {
 }
 
 // closeLeaseIn is closeLease bounded by parent too: once parent ends, the
-// Conn forces what has not finished (a child is killed, not asked).
+// Conn forces what has not finished (a child is killed, not asked). It
+// waits for the requests the Manager made on l by itself (l.own) first.
 func (s *slot) closeLeaseIn(parent context.Context, l *lease) error {
 	m := s.m
 	l.cancel()
 	ctx, cancel := context.WithTimeout(parent, m.opts.closeTimeout)
 	defer cancel()
+	// The Manager's own requests (listen stream, refresh, probe) end with
+	// l.ctx; one that got past its check must reach the Conn before the
+	// close, never after. A transport that ignores the cancel is forced
+	// by the Close once ctx ends.
+	var waiting func()
+	if h := m.onOwnWait; h != nil {
+		waiting = func() { h(l) }
+	}
+	l.own.close(ctx, waiting)
 	err := l.conn.Close(ctx)
 	if err != nil {
 		err = fmt.Errorf("close generation %d: %w", l.gen, err)

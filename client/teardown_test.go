@@ -7,11 +7,14 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/transport"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
@@ -252,4 +255,78 @@ func TestSecondCloseWaitsForTheFirst(t *testing.T) {
 	close(gate)
 	<-first
 	<-second
+}
+
+// TestOwnRequestNotAfterClose: a request the Manager sends on a runtime by
+// itself (its subscriptions/listen stream, an idle probe), held up after it
+// got past every check of the lease's context but before it reached the
+// Conn, must not reach the Conn after the runtime was closed: closing waits
+// for it. Without the wait, the Conn is closed under it and the request
+// reaches it afterwards (TestModel saw it on a loaded machine: the listen
+// stream a dial opened went out on a runtime a kill had closed meanwhile).
+func TestOwnRequestNotAfterClose(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method mcp.MCPMethod
+		opts   []Option
+		start  func(ts *testServer) // makes the Manager send it, once connected
+	}{
+		{"listen", mcp.MethodSubscriptionsListen, nil, nil},
+		// The servers of the others declare nothing to listen for: the
+		// close would wait for the listen stream, not for the request held.
+		// The probe of a 2026-07-28 server is the first page of tools/list.
+		{"probe", mcp.MethodToolsList, []Option{WithIdleProbe(time.Millisecond)}, nil},
+		// mcp-go's server sends list_changed to in-process sessions that
+		// do not listen.
+		{"refresh", mcp.MethodToolsList, nil, func(ts *testServer) {
+			ts.MCPServer().SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTestServerListChanged(tc.method == mcp.MethodSubscriptionsListen)
+			var armed atomic.Bool              // not the dial's own requests
+			held := make(chan struct{})        // the request is held at the Conn
+			waited := make(chan struct{})      // closing the runtime waits for it
+			var heldOnce, waitedOnce sync.Once // one request held, one close
+			hook := func(c *recConn, ctx context.Context, method string) {
+				if method != string(tc.method) || !armed.Load() {
+					return
+				}
+				heldOnce.Do(func() { close(held) })
+				select {
+				case <-c.closing: // the Conn was closed under the request
+				case <-waited:
+				}
+			}
+			ts.sendHook.Store(&hook)
+			m := newTestManager(t, tc.opts...)
+			m.onOwnWait = func(*lease) { waitedOnce.Do(func() { close(waited) }) }
+			armed.Store(tc.method == mcp.MethodSubscriptionsListen)
+			mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
+			mustWait(t, m, "s", lifecycle.Connected)
+			armed.Store(true)
+			if tc.start != nil {
+				tc.start(ts)
+			}
+			select {
+			case <-held:
+			case <-testCtx(t).Done():
+				t.Fatalf("the runtime sent no %s of its own", tc.method)
+			}
+			if err := m.Disable(testCtx(t), "s"); err != nil {
+				t.Fatal(err)
+			}
+			if open := ts.openConns(); open != 0 {
+				t.Fatalf("Disable returned with %d runtimes open", open)
+			}
+			// Close waits for every goroutine of the Manager's: the held
+			// request has gone on and been counted, if late.
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := ts.lateRequests(); n != 0 {
+				t.Fatalf("%d requests reached the runtime after it was closed: %v", n, ts.lateMethods())
+			}
+		})
+	}
 }

@@ -159,13 +159,14 @@ func (s *slot) refresh(l *lease) {
 	if which == 0 {
 		return
 	}
-	ctx, cancel := l.watcherCtx(s.m.opts.dialTimeout)
-	defer cancel()
-	if ctx.Err() != nil {
-		return // detached meanwhile: nothing goes out on it (mcp-go sends whatever the context)
+	if !l.beginOwn() {
+		return // detached meanwhile: nothing goes out on it
 	}
+	ctx, cancel := l.watcherCtx(s.m.opts.dialTimeout)
 	var fresh catalog.Catalog
 	err := fetchLists(ctx, l.client, l.catalog.Capabilities, which, s.config().limits, &fresh)
+	cancel()
+	l.endOwn()
 	if connErr(l.conn) != nil {
 		return // the watcher reports the death next
 	}
