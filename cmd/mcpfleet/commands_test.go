@@ -247,3 +247,24 @@ func TestLoopbackByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsSaysWhyAServerHasNone: a server that cannot start (a command
+// not found, a newcomer's typo) is named on stderr with its cause, not
+// shown as a fleet without tools; the others' tools are listed.
+func TestToolsSaysWhyAServerHasNone(t *testing.T) {
+	c := newCLI(t)
+	c.writeConfig(map[string]any{
+		"files": faultEntry(faultserver.ModeNormal, nil),
+		"oops":  map[string]any{"command": "mcpfleet-no-such-command"},
+	})
+	code, out, errOut := c.run("tools")
+	if code != exitOK || !strings.Contains(out, "files__echo") {
+		t.Fatalf("tools: %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, `server "oops" is PermanentlyFailed`) || !strings.Contains(errOut, "command not found") {
+		t.Fatalf("the failed server's cause is not on stderr: %q", errOut)
+	}
+	if strings.Contains(errOut, `server "files"`) {
+		t.Fatalf("a connected server reported: %q", errOut)
+	}
+}

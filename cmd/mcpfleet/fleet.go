@@ -144,10 +144,27 @@ func (l *localFleet) status(ctx context.Context) ([]gateway.ServerReport, error)
 
 func (l *localFleet) tools(ctx context.Context, query string, k int) ([]gateway.ToolReport, error) {
 	l.settle(ctx)
+	l.unready()
 	if query != "" && l.ts == nil {
 		l.ts = l.m.NewToolSearch()
 	}
 	return gateway.ToolReports(l.m, l.ts, query, k)
+}
+
+// unready tells stderr why each server that is neither Connected nor
+// Disabled has no tools to show: a mistake (a command not found, a wrong
+// URL) must not look like a server without tools.
+func (l *localFleet) unready() {
+	for _, st := range l.m.Statuses() {
+		if st.State == lifecycle.Connected || st.State == lifecycle.Disabled {
+			continue
+		}
+		line := fmt.Sprintf("mcpfleet: server %q is %v", st.Name, st.State)
+		if st.LastError != nil {
+			line += ": " + st.LastError.Error()
+		}
+		fmt.Fprintln(l.e.stderr, line)
+	}
 }
 
 func (l *localFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(gateway.ProgressReport)) (*mcp.CallToolResult, error) {
