@@ -48,8 +48,7 @@ const (
 // Adapter runs a model's tool calls through a fleet.
 type Adapter struct {
 	fleet llm.Fleet
-	meta  *llm.MetaTools
-	run   llm.RunOptions
+	run   llm.RunOptions // run.Meta: the meta-tools, if any
 }
 
 // Option configures an Adapter.
@@ -58,7 +57,7 @@ type Option func(*Adapter)
 // WithMetaTools has Respond answer the meta-tools' calls: search_tools with
 // tool_reference blocks (see MetaTools), call_tool by calling.
 func WithMetaTools(m *llm.MetaTools) Option {
-	return func(a *Adapter) { a.meta = m; a.run.Meta = m }
+	return func(a *Adapter) { a.run.Meta = m }
 }
 
 // WithRunOptions sets how a turn's calls run (parallelism, clock).
@@ -196,8 +195,8 @@ func (a *Adapter) Respond(ctx context.Context, msg *sdk.Message) (reply sdk.Mess
 		return sdk.MessageParam{}, false
 	}
 	var refs map[string][]toolsearch.Hit
-	if a.meta != nil {
-		search, _ := a.meta.Names()
+	if a.run.Meta != nil {
+		search, _ := a.run.Meta.Names()
 		refs = map[string][]toolsearch.Hit{}
 		var rest []llm.ToolCall
 		for _, c := range calls {
@@ -206,7 +205,7 @@ func (a *Adapter) Respond(ctx context.Context, msg *sdk.Message) (reply sdk.Mess
 				continue
 			}
 			args, _ := llm.Arguments(c.Args)
-			if hits, err := a.meta.Find(args); err == nil {
+			if hits, err := a.run.Meta.Find(args); err == nil {
 				refs[c.ID] = hits
 			} else {
 				rest = append(rest, c) // the handler explains the error

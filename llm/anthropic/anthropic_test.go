@@ -3,7 +3,6 @@ package anthropic_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,15 +19,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func marshal(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // The tool params of real servers' tools, byte for byte.
 func TestToolsGolden(t *testing.T) {
 	f := llmtest.NewCorpusFleet(t, "filesystem", "memory", "mongodb", "notion", "thinking")
@@ -36,11 +26,11 @@ func TestToolsGolden(t *testing.T) {
 	if len(tools) != f.View().NumTools() || len(reports) != 0 {
 		t.Fatalf("%d tools of %d, reports %v", len(tools), f.View().NumTools(), reports)
 	}
-	llmtest.Golden(t, "tools.golden.json", llmtest.Indent(t, marshal(t, tools)))
+	llmtest.Golden(t, "tools.golden.json", llmtest.Indent(t, llmtest.Marshal(t, tools)))
 
 	small := llmtest.NewCorpusFleet(t, "memory")
 	deferred, _ := anthropic.DeferredTools(small.View(), anthropic.SearchRegex)
-	llmtest.Golden(t, "deferred.golden.json", llmtest.Indent(t, marshal(t, deferred)))
+	llmtest.Golden(t, "deferred.golden.json", llmtest.Indent(t, llmtest.Marshal(t, deferred)))
 }
 
 // The same catalog gives the same bytes: whatever order the servers were
@@ -48,15 +38,15 @@ func TestToolsGolden(t *testing.T) {
 func TestToolsStable(t *testing.T) {
 	a, _ := anthropic.ViewTools(llmtest.NewCorpusFleet(t, "github", "slack", "memory").View())
 	b, _ := anthropic.ViewTools(llmtest.NewCorpusFleet(t, "memory", "slack", "github").View())
-	if !bytes.Equal(marshal(t, a), marshal(t, b)) {
+	if !bytes.Equal(llmtest.Marshal(t, a), llmtest.Marshal(t, b)) {
 		t.Fatal("publish order changed the payload")
 	}
 	m := llmtest.Fleet(t)
 	before, _ := anthropic.ViewTools(m.View())
 	llmtest.Reconnect(t, m)
 	after, _ := anthropic.ViewTools(m.View())
-	if !bytes.Equal(marshal(t, before), marshal(t, after)) {
-		t.Fatalf("reconnect changed the payload:\n%s\n%s", marshal(t, before), marshal(t, after))
+	if !bytes.Equal(llmtest.Marshal(t, before), llmtest.Marshal(t, after)) {
+		t.Fatalf("reconnect changed the payload:\n%s\n%s", llmtest.Marshal(t, before), llmtest.Marshal(t, after))
 	}
 }
 

@@ -3,7 +3,6 @@ package gemini_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -22,42 +21,33 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
 }
 
-func marshal(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestToolsGolden(t *testing.T) {
 	f := llmtest.NewCorpusFleet(t, "filesystem", "memory", "mongodb", "notion", "thinking")
 	tools, reports := gemini.Tools(gemini.ViewTools(f.View()))
 	if len(tools.FunctionDeclarations) != f.View().NumTools() {
 		t.Fatalf("%d declarations of %d tools", len(tools.FunctionDeclarations), f.View().NumTools())
 	}
-	llmtest.Golden(t, "tools.golden.json", llmtest.Indent(t, marshal(t, tools)))
+	llmtest.Golden(t, "tools.golden.json", llmtest.Indent(t, llmtest.Marshal(t, tools)))
 	var b bytes.Buffer
 	for _, r := range reports {
 		fmt.Fprintf(&b, "%s: %s\n", r.Tool, r.Conversion)
 	}
 	llmtest.Golden(t, "conversion-report.golden.txt", b.Bytes())
 	js, _ := gemini.Tools(gemini.ViewTools(llmtest.NewCorpusFleet(t, "memory").View()), gemini.WithJSONSchema())
-	llmtest.Golden(t, "tools-jsonschema.golden.json", llmtest.Indent(t, marshal(t, js)))
+	llmtest.Golden(t, "tools-jsonschema.golden.json", llmtest.Indent(t, llmtest.Marshal(t, js)))
 }
 
 func TestToolsStable(t *testing.T) {
 	a, _ := gemini.Tools(gemini.ViewTools(llmtest.NewCorpusFleet(t, "github", "slack", "memory").View()))
 	b, _ := gemini.Tools(gemini.ViewTools(llmtest.NewCorpusFleet(t, "memory", "slack", "github").View()))
-	if !bytes.Equal(marshal(t, a), marshal(t, b)) {
+	if !bytes.Equal(llmtest.Marshal(t, a), llmtest.Marshal(t, b)) {
 		t.Fatal("publish order changed the payload")
 	}
 	m := llmtest.Fleet(t)
 	before, _ := gemini.Tools(gemini.ViewTools(m.View()))
 	llmtest.Reconnect(t, m)
 	after, _ := gemini.Tools(gemini.ViewTools(m.View()))
-	if !bytes.Equal(marshal(t, before), marshal(t, after)) {
+	if !bytes.Equal(llmtest.Marshal(t, before), llmtest.Marshal(t, after)) {
 		t.Fatal("reconnect changed the payload")
 	}
 }

@@ -42,8 +42,7 @@ import (
 // Adapter runs a model's tool calls through a fleet.
 type Adapter struct {
 	fleet llm.Fleet
-	meta  *llm.MetaTools
-	run   llm.RunOptions
+	run   llm.RunOptions // run.Meta: the meta-tools, if any
 }
 
 // Option configures an Adapter.
@@ -52,7 +51,7 @@ type Option func(*Adapter)
 // WithMetaTools has the Adapter answer the meta-tools: their function
 // calls, and the client-executed tool_search of ResponsesClientSearch.
 func WithMetaTools(m *llm.MetaTools) Option {
-	return func(a *Adapter) { a.meta = m; a.run.Meta = m }
+	return func(a *Adapter) { a.run.Meta = m }
 }
 
 // WithRunOptions sets how a turn's calls run (parallelism, clock).
@@ -370,9 +369,9 @@ func functionOutput(o llm.Outcome) responses.ResponseInputItemUnionParam {
 func (a *Adapter) searchOutput(sc responses.ResponseToolSearchCall) responses.ResponseInputItemUnionParam {
 	out := &responses.ResponseToolSearchOutputItemParam{CallID: param.NewOpt(sc.CallID), Execution: responses.ResponseToolSearchOutputItemParamExecutionClient}
 	out.Tools = []responses.ResponseToolSearchOutputItemParamToolUnion{}
-	if a.meta != nil {
+	if a.run.Meta != nil {
 		args, _ := sc.Arguments.(map[string]any)
-		if hits, err := a.meta.Find(args); err == nil {
+		if hits, err := a.run.Meta.Find(args); err == nil {
 			tools := make([]snapshot.Tool, len(hits))
 			for i, h := range hits {
 				tools[i] = h.Tool

@@ -3,7 +3,6 @@ package openai_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,15 +19,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func marshal(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func reportText(reports []llm.Report) []byte {
 	var b bytes.Buffer
@@ -47,25 +37,25 @@ func TestToolsGolden(t *testing.T) {
 	if len(chat) != len(tools) {
 		t.Fatalf("%d chat tools of %d", len(chat), len(tools))
 	}
-	llmtest.Golden(t, "chat-tools.golden.json", llmtest.Indent(t, marshal(t, chat)))
+	llmtest.Golden(t, "chat-tools.golden.json", llmtest.Indent(t, llmtest.Marshal(t, chat)))
 	llmtest.Golden(t, "conversion-report.golden.txt", reportText(reports))
 	resp, _ := openai.ResponsesTools(tools)
-	llmtest.Golden(t, "responses-tools.golden.json", llmtest.Indent(t, marshal(t, resp)))
+	llmtest.Golden(t, "responses-tools.golden.json", llmtest.Indent(t, llmtest.Marshal(t, resp)))
 	deferred, _ := openai.ResponsesDeferredTools(llmtest.NewCorpusFleet(t, "memory", "thinking").View())
-	llmtest.Golden(t, "responses-deferred.golden.json", llmtest.Indent(t, marshal(t, deferred)))
+	llmtest.Golden(t, "responses-deferred.golden.json", llmtest.Indent(t, llmtest.Marshal(t, deferred)))
 }
 
 func TestToolsStable(t *testing.T) {
 	a, _ := openai.ChatTools(openai.ViewTools(llmtest.NewCorpusFleet(t, "github", "slack", "memory").View()))
 	b, _ := openai.ChatTools(openai.ViewTools(llmtest.NewCorpusFleet(t, "memory", "slack", "github").View()))
-	if !bytes.Equal(marshal(t, a), marshal(t, b)) {
+	if !bytes.Equal(llmtest.Marshal(t, a), llmtest.Marshal(t, b)) {
 		t.Fatal("publish order changed the payload")
 	}
 	m := llmtest.Fleet(t)
 	before, _ := openai.ResponsesDeferredTools(m.View())
 	llmtest.Reconnect(t, m)
 	after, _ := openai.ResponsesDeferredTools(m.View())
-	if !bytes.Equal(marshal(t, before), marshal(t, after)) {
+	if !bytes.Equal(llmtest.Marshal(t, before), llmtest.Marshal(t, after)) {
 		t.Fatal("reconnect changed the payload")
 	}
 }

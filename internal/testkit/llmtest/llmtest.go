@@ -55,6 +55,16 @@ func Golden(t testing.TB, name string, got []byte) {
 	}
 }
 
+// Marshal is json.Marshal that fails t on an error.
+func Marshal(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Indent reindents JSON for a readable golden file; its bytes stay those
 // the SDK sent, only whitespace differs.
 func Indent(t testing.TB, b []byte) []byte {
