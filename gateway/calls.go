@@ -309,9 +309,12 @@ func (g *Gateway) request(ctx context.Context, srvName string, do func(context.C
 // failure, or, on the 2026-07-28 protocol, an input_required result with
 // the server's requests for the client.
 func (g *Gateway) callTool(ctx context.Context, req mcp.CallToolRequest, srvName, qualified string, invoke invokeFunc) (*mcp.CallToolResult, error) {
-	res, err := g.callRounds(ctx, req.Params.MultiRoundTripParams, progressToken(req), srvName, req.GetRawArguments(), invoke)
-	if n := g.notesOf(ctx); n != nil {
-		n.await(ctx) // the call's progress written before its result (see notes.go)
+	token := progressToken(req)
+	res, err := g.callRounds(ctx, req.Params.MultiRoundTripParams, token, srvName, req.GetRawArguments(), invoke)
+	if token != nil || req.Params.RequestState != "" { // a later round carries the first's progress
+		if n := g.notesOf(ctx); n != nil {
+			n.await(ctx) // the call's progress written before its result (see notes.go)
+		}
 	}
 	switch {
 	case err == nil:

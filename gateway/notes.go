@@ -63,19 +63,19 @@ func (n *notes) await(ctx context.Context) {
 	}
 }
 
-// notesKey marks the context of a downstream HTTP request: its value is
-// the request's own notes, or sessionNotes for a request of a session.
+// notesKey carries the notes of a downstream HTTP request without a
+// session (a 2026-07-28 client's).
 type notesKey struct{}
 
-// sessionNotes is notesKey's value for a request of an MCP session.
-var sessionNotes = new(notes)
-
-// notesOf returns the notes of the downstream request in ctx: its
-// session's, or its own; nil over stdio, whose stream loses nothing.
+// notesOf returns the notes of the downstream request in ctx: its own, or,
+// over HTTP (remoteKey), its session's; nil over stdio, whose stream loses
+// nothing.
 func (g *Gateway) notesOf(ctx context.Context) *notes {
-	n, _ := ctx.Value(notesKey{}).(*notes)
-	if n != sessionNotes {
+	if n, ok := ctx.Value(notesKey{}).(*notes); ok {
 		return n
+	}
+	if ctx.Value(remoteKey{}) == nil {
+		return nil
 	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
 		if s := g.sessions.lookup(cs.SessionID()); s != nil {
@@ -93,16 +93,24 @@ var (
 
 // noteWriter is an HTTP response writer that counts the progress
 // notifications mcp-go writes on it (writeSSEEvent writes each event in
-// one Write).
+// one Write): for its request (own), or for the session of id.
 type noteWriter struct {
 	http.ResponseWriter
-	notes func() *notes
+	own *notes
+	h   *HTTPServer
+	id  string
 }
 
 func (w *noteWriter) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	if bytes.HasPrefix(p, sseEvent) && bytes.Contains(p, progressMethod) {
-		if c := w.notes(); c != nil {
+		c := w.own
+		if c == nil {
+			if s := w.h.g.sessions.lookup(w.id); s != nil {
+				c = s.notes
+			}
+		}
+		if c != nil {
 			c.writtenOne()
 		}
 	}
@@ -120,19 +128,13 @@ func (w *noteWriter) Flush() {
 func (w *noteWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // countNotes wraps w so that the progress notifications written on it
-// count for r's session, or for r itself, and marks r's context (see
-// notesOf).
+// count for r's session, or, without one, for r itself (its notes in the
+// returned request's context; see notesOf).
 func (h *HTTPServer) countNotes(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
 	if id := r.Header.Get(server.HeaderKeySessionID); id != "" {
-		r = r.WithContext(context.WithValue(r.Context(), notesKey{}, sessionNotes))
-		return &noteWriter{ResponseWriter: w, notes: func() *notes {
-			if s := h.g.sessions.lookup(id); s != nil {
-				return s.notes
-			}
-			return nil
-		}}, r
+		return &noteWriter{ResponseWriter: w, h: h, id: id}, r
 	}
 	n := newNotes()
 	r = r.WithContext(context.WithValue(r.Context(), notesKey{}, n))
-	return &noteWriter{ResponseWriter: w, notes: func() *notes { return n }}, r
+	return &noteWriter{ResponseWriter: w, own: n}, r
 }
