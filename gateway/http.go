@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/frame"
@@ -95,6 +97,7 @@ type HTTPServer struct {
 	o       HTTPOptions
 	origins []string
 	mcp     *server.StreamableHTTPServer
+	cancels cancels
 }
 
 // ServeHTTP checks the request and hands it to mcp-go.
@@ -112,11 +115,60 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "mcpfleet: origin "+origin+" is not allowed", http.StatusForbidden)
 		return
 	}
-	if r.Method == http.MethodPost && !h.readBody(w, r) {
-		return
+	p := newPeer(r, h.o.Token != "")
+	var msg message
+	if r.Method == http.MethodPost {
+		body, ok := h.readBody(w, r)
+		if !ok {
+			return
+		}
+		msg.parse(r, body)
 	}
+	ctx := context.WithValue(r.Context(), peerKey{}, p)
+	if msg.modern {
+		switch {
+		case msg.Method == string(mcp.MethodNotificationCancelled):
+			// Never to mcp-go, which would cancel any client's request of
+			// that id (see cancels).
+			if len(msg.Params.RequestID) > 0 && !h.cancels.cancel(p, msg.Params.RequestID) {
+				h.g.log.Debug("mcpfleet: gateway: dropped a cancellation that names no request of its sender",
+					"client", p.client, "request", string(msg.Params.RequestID))
+			}
+			w.WriteHeader(http.StatusAccepted)
+			return
+		case msg.Method != "" && len(msg.ID) > 0:
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer h.cancels.add(p, msg.ID, cancel)()
+		}
+	}
+	r = r.WithContext(ctx)
 	w, r = h.countNotes(w, r)
 	h.mcp.ServeHTTP(w, r)
+}
+
+// message is what the HTTP front reads of a JSON-RPC message before
+// mcp-go does.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		RequestID json.RawMessage `json:"requestId"` // of notifications/cancelled
+		Meta      struct {
+			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	} `json:"params"`
+	// modern: the message is of the 2026-07-28 protocol, which has no
+	// session, by mcp-go's rule (the header or the _meta says so).
+	modern bool
+}
+
+// parse reads the message of body; what does not parse stays empty, and
+// mcp-go says what is wrong with it.
+func (m *message) parse(r *http.Request, body []byte) {
+	_ = json.Unmarshal(body, m)
+	m.modern = mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(m.Params.Meta.ProtocolVersion)
 }
 
 // Shutdown ends every HTTP session (their calls are cancelled) and stops
@@ -125,21 +177,26 @@ func (h *HTTPServer) Shutdown(ctx context.Context) error {
 	return h.mcp.Shutdown(ctx)
 }
 
-// readBody reads a POST's body up to the limit into memory, and answers
-// one over it with 413 and a JSON-RPC error. It reports whether the
-// request goes on.
-func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) bool {
+// readBody reads a POST's body up to the limit into memory (r.Body is
+// then read from there), and answers one over it with 413 and a JSON-RPC
+// error. It returns the body, and whether the request goes on.
+func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := h.g.o.maxMessage
 	if limit <= 0 {
-		return true
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, true // mcp-go reports a broken body
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return body, true
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return true // mcp-go reports a broken body
+		return nil, true // mcp-go reports a broken body
 	}
 	if int64(len(body)) <= limit {
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		return true
+		return body, true
 	}
 	// Over: keep reading to measure it and find the id at its end (up
 	// to four times the limit; past that the connection is closed).
@@ -166,7 +223,7 @@ func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusRequestEntityTooLarge)
 	_, _ = w.Write(tooLargeResponse(frame.MessageID(head, tail), size, limit))
-	return false
+	return nil, false
 }
 
 // bearerOK reports whether r carries token as its bearer token.

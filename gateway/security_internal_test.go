@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/upstream"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// itestCtx ends with the test, and at the latest after a minute.
+func itestCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newTestGateway serves the in-process servers over a Manager, connected.
+func newTestGateway(t testing.TB, servers map[string]*upstream.Server, opts ...Option) *Gateway {
+	t.Helper()
+	ctx := itestCtx(t)
+	m := client.New()
+	for name, up := range servers {
+		if err := m.Add(ctx, name, client.ServerSpec{Dialer: client.InProcess(up.MCPServer)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name := range servers {
+		if err := m.WaitFor(ctx, name, lifecycle.Connected); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := New(m, opts...)
+	t.Cleanup(func() {
+		g.Close()
+		m.Close()
+	})
+	return g
+}
+
+// modernBody is a 2026-07-28 JSON-RPC message: method, id (nil for a
+// notification) and params, with the _meta every such request carries.
+func modernBody(method string, id any, params map[string]any) []byte {
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		mcp.MetaKeyProtocolVersion:    mcp.ProtocolVersion20260728,
+		mcp.MetaKeyClientCapabilities: map[string]any{},
+		mcp.MetaKeyClientInfo:         map[string]any{"name": "raw-test", "version": "1"},
+	}
+	msg := map[string]any{"jsonrpc": "2.0", "method": method, "params": params}
+	if id != nil {
+		msg["id"] = id
+	}
+	b, _ := json.Marshal(msg)
+	return b
+}
+
+// modernPost sends a 2026-07-28 message with hc, with the headers that
+// protocol asks for.
+func modernPost(ctx context.Context, hc *http.Client, url, method, name string, body []byte, hdr map[string]string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, method)
+	if name != "" {
+		req.Header.Set(mcp.HeaderName, name)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return hc.Do(req)
+}
+
+// TestCancelOnlyByItsSender: a 2026-07-28 request carries no session, so
+// mcp-go keys it by its id alone; a notifications/cancelled that another
+// client sends for the same id must not end it. The client's own
+// cancellation, on the connection that carries the call (HTTP/2 here), does.
+func TestCancelOnlyByItsSender(t *testing.T) {
+	up := upstream.New("a")
+	g := newTestGateway(t, map[string]*upstream.Server{"a": up})
+	h := g.HTTPHandler(HTTPOptions{})
+	ts := httptest.NewUnstartedServer(h)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	url := ts.URL + "/mcp"
+	// Two clients, each with a connection of its own.
+	newClient := func() *http.Client {
+		tr := ts.Client().Transport.(*http.Transport).Clone()
+		tr.ForceAttemptHTTP2 = true
+		t.Cleanup(tr.CloseIdleConnections)
+		return &http.Client{Transport: tr}
+	}
+	alice, bob := newClient(), newClient()
+	ctx := itestCtx(t)
+
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := modernPost(ctx, alice, url, "tools/call", "a__slow",
+			modernBody("tools/call", 7, map[string]any{"name": "a__slow", "arguments": map[string]any{"label": "alice"}}), nil)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- answer{status: resp.StatusCode, body: string(b)}
+	}()
+	select {
+	case <-up.Started:
+	case <-ctx.Done():
+		t.Fatal("alice's call never started")
+	}
+	calls := g.calls.onServer("a")
+	if len(calls) != 1 {
+		t.Fatalf("%d calls in flight on a", len(calls))
+	}
+	handler := calls[0].handlerContext()
+	if proto := fmtProto(t, alice, url); proto != 2 {
+		t.Fatalf("the test needs HTTP/2, got HTTP/%d", proto)
+	}
+
+	cancel := func(hc *http.Client) {
+		t.Helper()
+		resp, err := modernPost(ctx, hc, url, "notifications/cancelled", "",
+			modernBody("notifications/cancelled", nil, map[string]any{"requestId": 7, "reason": "test"}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("a cancellation answered %d", resp.StatusCode)
+		}
+	}
+	cancel(bob)
+	// The cancellation is handled before its answer: had it reached
+	// alice's request, its context would have ended by now.
+	if err := handler.Err(); err != nil {
+		t.Fatalf("bob's cancellation of request 7 ended alice's: %v", err)
+	}
+	cancel(alice)
+	select {
+	case label := <-up.Cancelled:
+		if label != "alice" {
+			t.Fatalf("cancelled %q", label)
+		}
+	case <-ctx.Done():
+		t.Fatal("alice's own cancellation did not reach the server")
+	}
+	if a := <-done; a.err != nil && ctx.Err() != nil {
+		t.Fatalf("alice's call: %v", a.err)
+	}
+}
+
+// fmtProto returns the major HTTP version hc speaks to url.
+func fmtProto(t testing.TB, hc *http.Client, url string) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(itestCtx(t), http.MethodGet, url+"-nothing", nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.ProtoMajor
+}
