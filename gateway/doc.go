@@ -10,7 +10,10 @@
 //   - tools are served under their qualified names ("files__read_file"),
 //     prompts under qualified names too, resources under their own URIs
 //     with their server named; the catalog follows the Manager's View, and
-//     every change reaches every downstream session as list_changed;
+//     every change reaches every downstream session as list_changed. A
+//     read goes to the server that lists the URI, else to the one whose
+//     template matches it: a template that overlaps another server's is
+//     quarantined (QuarantinedTemplates), so no read is left to chance;
 //   - calls go through the Manager, so a call to a server that is
 //     reconnecting waits for it, a read-only call lost in a crash is
 //     replayed, and an error becomes an isError result in words a model

@@ -7,10 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/upstream"
@@ -190,4 +193,101 @@ func fmtProto(t testing.TB, hc *http.Client, url string) int {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.ProtoMajor
+}
+
+// templateServer is an MCP server whose resources and templates answer
+// with the server's name.
+func templateServer(name string, uris []string, templates ...string) *upstream.Server {
+	s := &upstream.Server{MCPServer: server.NewMCPServer(name, "test", server.WithResourceCapabilities(true, true))}
+	answer := func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: name}}, nil
+	}
+	for _, u := range uris {
+		s.AddResource(mcp.NewResource(u, u), answer)
+	}
+	for _, t := range templates {
+		s.AddResourceTemplate(mcp.NewResourceTemplate(t, t), answer)
+	}
+	return s
+}
+
+// TestResourceReadsGoToTheirServer: a server with a catch-all template
+// ({+any}) beside one with notes://{user}/diary: mcp-go alone would pick a
+// template in map order, and some reads of notes://bob/diary went to the
+// catch-all. Reads follow the gateway's own routes: the catch-all that
+// overlaps the other's template is quarantined (logged, and named by
+// QuarantinedTemplates), and a URI a server lists exactly goes to it.
+func TestResourceReadsGoToTheirServer(t *testing.T) {
+	g := newTestGateway(t, map[string]*upstream.Server{
+		"any":   templateServer("any", []string{"notes://carol/diary"}, "{+any}"),
+		"notes": templateServer("notes", nil, "notes://{user}/diary"),
+	})
+	c, err := mcpclient.NewInProcessClient(g.Server())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := itestCtx(t)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	read := func(uri string) (string, error) {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = uri
+		res, err := c.ReadResource(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		return res.Contents[0].(mcp.TextResourceContents).Text, nil
+	}
+	wrong := 0
+	for range 200 {
+		got, err := read("notes://bob/diary")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "notes" {
+			wrong++
+		}
+	}
+	if wrong > 0 {
+		t.Fatalf("%d of 200 reads of notes://bob/diary went to another server", wrong)
+	}
+	if got, err := read("notes://carol/diary"); err != nil || got != "any" {
+		t.Fatalf("a URI that server any lists: %q %v", got, err)
+	}
+	if got, err := read("file:///etc/passwd"); err == nil {
+		t.Fatalf("a URI only the quarantined catch-all matches was read, from %q", got)
+	}
+	want := []QuarantinedTemplate{{Server: "any", Template: "{+any}", Holder: "notes", HolderTemplate: "notes://{user}/diary"}}
+	if got := g.QuarantinedTemplates(); !slices.Equal(got, want) {
+		t.Fatalf("quarantined %+v, want %+v", got, want)
+	}
+	// The status of a running serve names it.
+	admin := NewAdmin(g.m, "t")
+	defer admin.Close()
+	admin.SetGateway(g)
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/v1/status", nil)
+	req.Header.Set("Authorization", "Bearer t")
+	rec := httptest.NewRecorder()
+	admin.ServeHTTP(rec, req)
+	var status struct{ Servers []ServerReport }
+	if err := json.Unmarshal(rec.Body.Bytes(), &status); err != nil {
+		t.Fatal(err)
+	}
+	if q := status.Servers[0].QuarantinedTemplates; status.Servers[0].Name != "any" || len(q) != 1 || q[0] != "{+any} (overlaps notes's notes://{user}/diary)" {
+		t.Fatalf("status: %+v", status.Servers)
+	}
+	templates, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate.Raw() != "notes://{user}/diary" {
+		t.Fatalf("templates served: %+v", templates.ResourceTemplates)
+	}
 }

@@ -77,6 +77,9 @@ func writeStatus(w io.Writer, reports []gateway.ServerReport, now time.Time) {
 		case r.CatalogError != "":
 			t.Note("  catalog error: " + firstLine(r.CatalogError))
 		}
+		for _, q := range r.QuarantinedTemplates {
+			t.Note("  quarantined resource template: " + q)
+		}
 	}
 	t.Write(w)
 }

@@ -185,7 +185,7 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	wg.Go(func() { cw.Run(ctx, m) })
 
 	if f.admin {
-		closeAdmin, err := startAdmin(ctx, m, config, paths.admin, logger)
+		closeAdmin, err := startAdmin(ctx, m, g, config, paths.admin, logger)
 		if err != nil {
 			return err
 		}
@@ -262,13 +262,14 @@ func tlsConfig(f *serveFlags) (*tls.Config, error) {
 // startAdmin serves the admin endpoint on a port of 127.0.0.1 and writes
 // the admin file that the commands find it by. The returned function stops
 // it and removes the file.
-func startAdmin(ctx context.Context, m *client.Manager, config, path string, logger *slog.Logger) (func(), error) {
+func startAdmin(ctx context.Context, m *client.Manager, g *gateway.Gateway, config, path string, logger *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("the admin endpoint: %w", err)
 	}
 	token := newToken()
 	admin := gateway.NewAdmin(m, token)
+	admin.SetGateway(g)
 	srv := &http.Server{Handler: admin, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
