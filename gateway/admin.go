@@ -110,7 +110,6 @@ type Admin struct {
 	token string
 	gw    atomic.Pointer[Gateway] // see SetGateway
 
-
 	mu sync.Mutex // guards ts
 	ts *client.ToolSearch
 }
