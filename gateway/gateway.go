@@ -64,6 +64,7 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{m: m, o: o, log: o.logger, ctx: ctx, cancel: cancel}
 	g.sessions.init(o)
+	g.sessions.onEnd = g.endSession
 	g.calls.init()
 	g.subs.init(g)
 	g.routes.Store(&routes{uris: map[string]string{}})

@@ -3,16 +3,19 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,12 +23,29 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/frame"
+	"github.com/mcpfleet/mcpfleet/internal/netguard"
 )
 
 // DefaultSessionIdleTTL is how long an HTTP session may go without a
 // request before the gateway forgets it (a client that vanished without
 // ending its session).
 const DefaultSessionIdleTTL = time.Hour
+
+// Timeouts for the http.Server that serves an HTTPServer: a client that
+// sends its request slowly, or keeps a connection open idle, must not hold
+// a connection and a goroutine for ever.
+const (
+	// DefaultReadHeaderTimeout bounds the reading of a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds the reading of a whole request, body
+	// included (a message of the largest size a client may send, at a
+	// slow link's pace). net/http lifts the deadline once the body is
+	// read, so it cuts no long call and no stream (TestReadTimeoutCutsNoCall).
+	DefaultReadTimeout = 60 * time.Second
+	// DefaultIdleTimeout bounds how long a kept-alive connection waits for
+	// the next request.
+	DefaultIdleTimeout = 2 * time.Minute
+)
 
 // HTTPOptions configures HTTPHandler.
 type HTTPOptions struct {
@@ -68,22 +88,18 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) *HTTPServer {
 	if ttl == 0 {
 		ttl = DefaultSessionIdleTTL
 	}
+	h := &HTTPServer{g: g, o: o}
 	sopts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(o.Path),
-		server.WithStateful(true),
+		// The gateway mints the session ids, so that a session is counted
+		// from the moment it has one (see sessions.go).
+		server.WithSessionIdManagerResolver(idResolver{h}),
 		server.WithStreamableHTTPLogger(g.log),
-		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			if err != nil {
-				host = r.RemoteAddr
-			}
-			return context.WithValue(ctx, remoteKey{}, host)
-		}),
 	}
 	if ttl > 0 {
 		sopts = append(sopts, server.WithSessionIdleTTL(ttl))
 	}
-	h := &HTTPServer{g: g, o: o, mcp: server.NewStreamableHTTPServer(g.srv, sopts...)}
+	h.mcp = server.NewStreamableHTTPServer(g.srv, sopts...)
 	for _, origin := range o.AllowedOrigins {
 		h.origins = append(h.origins, strings.TrimRight(strings.ToLower(origin), "/"))
 	}
@@ -116,6 +132,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := newPeer(r, h.o.Token != "")
+	cl := h.g.sessions.client(p.client)
 	var msg message
 	if r.Method == http.MethodPost {
 		body, ok := h.readBody(w, r)
@@ -123,9 +140,19 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		msg.parse(r, body)
+	} else {
+		msg.modern = mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+	}
+	if r.Method != http.MethodDelete { // ending a session costs nothing
+		if err := cl.allow(); err != nil {
+			h.refuse(w, msg.ID, err)
+			return
+		}
 	}
 	ctx := context.WithValue(r.Context(), peerKey{}, p)
-	if msg.modern {
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	switch {
+	case msg.modern:
 		switch {
 		case msg.Method == string(mcp.MethodNotificationCancelled):
 			// Never to mcp-go, which would cancel any client's request of
@@ -142,10 +169,61 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer cancel()
 			defer h.cancels.add(p, msg.ID, cancel)()
 		}
+	case r.Method == http.MethodPost && msg.Method == string(mcp.MethodInitialize):
+		res, err := h.g.sessions.reserve(cl)
+		if err != nil {
+			h.refuse(w, msg.ID, err)
+			return
+		}
+		defer h.g.sessions.unreserve(res) // unless the session took it
+		ctx = context.WithValue(ctx, reservationKey{}, res)
+	case sid != "":
+		s := h.g.sessions.owned(sid, h)
+		if s == nil {
+			if r.Method == http.MethodGet { // mcp-go would make a session of any id
+				http.Error(w, "mcpfleet: unknown session", http.StatusNotFound)
+				return
+			}
+			break // mcp-go answers 404
+		}
+		s.lastUsed.Store(time.Now().UnixNano())
+		s.active.Add(1)
+		defer s.active.Add(-1)
+	case r.Method == http.MethodGet:
+		// mcp-go would open a session of its own for it.
+		http.Error(w, "mcpfleet: a GET stream needs the Mcp-Session-Id of an initialized session", http.StatusBadRequest)
+		return
 	}
 	r = r.WithContext(ctx)
 	w, r = h.countNotes(w, r)
 	h.mcp.ServeHTTP(w, r)
+}
+
+// codeOverLimit is the JSON-RPC error code of a request refused by a
+// limit: one of the codes JSON-RPC leaves to servers.
+const codeOverLimit = -32000
+
+// refuse answers a request over a limit: 429, Retry-After, and a JSON-RPC
+// error with the request's id that says which limit.
+func (h *HTTPServer) refuse(w http.ResponseWriter, id json.RawMessage, err error) {
+	retry := time.Second
+	var le *limitError
+	if errors.As(err, &le) && le.retry > 0 {
+		retry = le.retry
+	}
+	h.g.log.Debug("mcpfleet: gateway: refused a request", "err", err, "retry_after", retry)
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body, _ := json.Marshal(struct {
+		JSONRPC string                  `json:"jsonrpc"`
+		ID      json.RawMessage         `json:"id"`
+		Error   mcp.JSONRPCErrorDetails `json:"error"`
+	}{mcp.JSONRPC_VERSION, id, mcp.JSONRPCErrorDetails{Code: codeOverLimit, Message: err.Error()}})
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retry.Seconds())))))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(body)
 }
 
 // message is what the HTTP front reads of a JSON-RPC message before
@@ -174,7 +252,81 @@ func (m *message) parse(r *http.Request, body []byte) {
 // Shutdown ends every HTTP session (their calls are cancelled) and stops
 // the session sweeper.
 func (h *HTTPServer) Shutdown(ctx context.Context) error {
-	return h.mcp.Shutdown(ctx)
+	err := h.mcp.Shutdown(ctx)
+	for _, s := range h.g.sessions.dropOwned(h) { // those that never had a stream
+		h.g.endSession(s)
+	}
+	return err
+}
+
+// retire ends the session of id, which the gateway reclaimed: mcp-go
+// forgets it as at a DELETE, and its client is told it is unknown from now
+// on.
+func (h *HTTPServer) retire(id string) {
+	r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, h.o.Path, nil)
+	if err != nil {
+		return
+	}
+	r.Header.Set(server.HeaderKeySessionID, id)
+	h.mcp.ServeHTTP(discardWriter{}, r)
+}
+
+// discardWriter is the response writer of the gateway's own requests.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
+
+// idResolver gives mcp-go the gateway's session ids (see idManager).
+type idResolver struct{ h *HTTPServer }
+
+func (x idResolver) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	return idManager{x.h, r}
+}
+
+// idManager mints, checks and retires the session ids of the requests of
+// one HTTPServer; r is the request it was resolved for (nil for mcp-go's
+// own sweeps).
+type idManager struct {
+	h *HTTPServer
+	r *http.Request
+}
+
+// Generate mints the id of a new session, for an initialize request: the
+// session is made at once, in the place its request reserved under the
+// caps.
+func (m idManager) Generate() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := "mcpfleet-" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	var res *reservation
+	if m.r != nil {
+		ctx = m.r.Context()
+		res, _ = ctx.Value(reservationKey{}).(*reservation)
+	}
+	m.h.g.sessions.open(ctx, id, m.h, res)
+	return id
+}
+
+// Validate reports an id the handler did not mint, or that ended, as
+// unknown: mcp-go answers 404, and the client starts a new session.
+func (m idManager) Validate(id string) (bool, error) {
+	if m.h.g.sessions.owned(id, m.h) == nil {
+		return false, errors.New("mcpfleet: gateway: unknown session")
+	}
+	return false, nil
+}
+
+// Terminate ends the session of id (a DELETE, or mcp-go's sweep of idle
+// sessions): its calls are cancelled, and its place under the caps freed.
+// Nothing of an ended id is kept.
+func (m idManager) Terminate(id string) (bool, error) {
+	if s := m.h.g.sessions.owned(id, m.h); s != nil && m.h.g.sessions.drop(id) == s {
+		m.h.g.endSession(s)
+	}
+	return false, nil
 }
 
 // readBody reads a POST's body up to the limit into memory (r.Body is
@@ -242,16 +394,7 @@ func (h *HTTPServer) originAllowed(origin string) bool {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
-	return isLoopback(u.Hostname())
-}
-
-// isLoopback reports whether host names this machine.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && ip.IsLoopback()
+	return netguard.IsLoopback(u.Hostname())
 }
 
 // ErrInsecureBind is the error of a listen address other than a loopback
@@ -267,7 +410,7 @@ func CheckBind(addr string, authenticated bool) error {
 	if err != nil {
 		return err
 	}
-	if host != "" && isLoopback(host) {
+	if host != "" && netguard.IsLoopback(host) {
 		return nil
 	}
 	if authenticated {

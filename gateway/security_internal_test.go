@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -289,5 +291,259 @@ func TestResourceReadsGoToTheirServer(t *testing.T) {
 	}
 	if len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate.Raw() != "notes://{user}/diary" {
 		t.Fatalf("templates served: %+v", templates.ResourceTemplates)
+	}
+}
+
+// serveHTTP serves g's HTTP handler on an httptest server and returns its
+// MCP endpoint.
+func serveHTTP(t testing.TB, g *Gateway, o HTTPOptions) string {
+	t.Helper()
+	h := g.HTTPHandler(o)
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ts.URL + "/mcp"
+}
+
+// legacyPost sends a JSON-RPC message of the protocol before 2026-07-28,
+// in session sid ("" for none), and returns the response with its body.
+func legacyPost(t testing.TB, url, sid, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(itestCtx(t), http.MethodPost, url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// TestSessionCaps: sessions are no longer free. Past a client's cap, or
+// the gateway's, an initialize is refused with 429, Retry-After and a
+// JSON-RPC error naming the cap, and the session table stays at the cap
+// however many come; opening sessions faster than the client's rate is
+// refused alike.
+func TestSessionCaps(t *testing.T) {
+	up := upstream.New("a")
+	for _, c := range []struct {
+		name           string
+		total, client  int
+		want           int
+		wantMsg        string
+		wantRetryAfter string
+	}{
+		{"per client", 100, 4, 4, "the client holds 4 sessions, its cap, and none is idle", "60"},
+		{"overall", 5, 100, 5, "5 sessions are open, the gateway's cap, and none is idle", "60"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := newTestGateway(t, map[string]*upstream.Server{"a": up},
+				WithSessionCaps(c.total, c.client, -1), WithClientLimits(-1, -1))
+			url := serveHTTP(t, g, HTTPOptions{})
+			opened := 0
+			for range 200 {
+				resp, body := legacyPost(t, url, "", initializeBody)
+				switch resp.StatusCode {
+				case http.StatusOK:
+					opened++
+				case http.StatusTooManyRequests:
+					var e struct {
+						ID    int
+						Error mcp.JSONRPCErrorDetails
+					}
+					if err := json.Unmarshal([]byte(body), &e); err != nil || e.ID != 1 || !strings.Contains(e.Error.Message, c.wantMsg) {
+						t.Fatalf("the refusal: %q %v", body, err)
+					}
+					if got := resp.Header.Get("Retry-After"); got != c.wantRetryAfter {
+						t.Fatalf("Retry-After %q", got)
+					}
+				default:
+					t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+				}
+			}
+			if opened != c.want {
+				t.Fatalf("%d sessions opened, want %d", opened, c.want)
+			}
+			if n, counted := g.sessions.sizes(); n != c.want || counted != c.want {
+				t.Fatalf("the session table holds %d sessions (%d counted), want %d", n, counted, c.want)
+			}
+		})
+	}
+	t.Run("open rate", func(t *testing.T) {
+		g := newTestGateway(t, map[string]*upstream.Server{"a": up}, WithSessionCaps(-1, -1, 0.001), WithClientLimits(-1, -1))
+		url := serveHTTP(t, g, HTTPOptions{})
+		if resp, body := legacyPost(t, url, "", initializeBody); resp.StatusCode != http.StatusOK {
+			t.Fatalf("the first initialize: %d %s", resp.StatusCode, body)
+		}
+		resp, body := legacyPost(t, url, "", initializeBody)
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "over the client's rate of opening sessions") {
+			t.Fatalf("the second initialize: %d %s", resp.StatusCode, body)
+		}
+		if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || ra < 100 {
+			t.Fatalf("Retry-After %q", resp.Header.Get("Retry-After"))
+		}
+	})
+	t.Run("idle reclaimed", func(t *testing.T) {
+		// At the cap, the least recently used idle session makes room; one
+		// with a stream open is not idle.
+		g := newTestGateway(t, map[string]*upstream.Server{"a": up}, WithSessionCaps(-1, 2, -1), WithClientLimits(-1, -1))
+		g.sessions.reclaimAfter = 0
+		url := serveHTTP(t, g, HTTPOptions{})
+		open := func() string {
+			t.Helper()
+			resp, body := legacyPost(t, url, "", initializeBody)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+			}
+			return resp.Header.Get("Mcp-Session-Id")
+		}
+		streaming, idle := open(), open()
+		ctx, cancel := context.WithCancel(itestCtx(t))
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", streaming)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		stream, err := http.DefaultClient.Do(req)
+		if err != nil || stream.StatusCode != http.StatusOK {
+			t.Fatalf("the stream: %v %v", stream, err)
+		}
+		defer stream.Body.Close()
+		newer := open()
+		list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+		if resp, _ := legacyPost(t, url, idle, list); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("the reclaimed session answers %d, want 404", resp.StatusCode)
+		}
+		for _, sid := range []string{streaming, newer} {
+			if resp, body := legacyPost(t, url, sid, list); resp.StatusCode != http.StatusOK {
+				t.Fatalf("a session kept: %d %s", resp.StatusCode, body)
+			}
+		}
+		if n, counted := g.sessions.sizes(); n != 2 || counted != 2 {
+			t.Fatalf("the session table holds %d (%d counted)", n, counted)
+		}
+	})
+}
+
+// modernCtx is the context of a 2026-07-28 request over HTTP from client
+// at addr, by the client program name.
+func modernCtx(g *Gateway, client, addr, name string) context.Context {
+	ctx := context.WithValue(context.Background(), peerKey{}, &peer{client: client, addr: addr, conn: addr + ":1"})
+	ctx = server.WithRequestProtocolInfo(ctx, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: mcp.ProtocolVersion20260728,
+		ClientInfo: &mcp.Implementation{Name: name, Version: "1"}, ClientCapabilities: &mcp.ClientCapabilities{}})
+	return ctx
+}
+
+// TestModernSessionsPerProgram: 2026-07-28 clients at one address are no
+// longer one session: each client program (by its client identity,
+// address and client info) has its own, so one cannot take over the
+// rounds of another's call; and they count under the caps, one with
+// nothing in flight giving way to a new one.
+func TestModernSessionsPerProgram(t *testing.T) {
+	m := client.New()
+	defer m.Close()
+	g := New(m, WithSessionCaps(-1, 2, -1))
+	defer g.Close()
+	a, b := modernCtx(g, "token", "127.0.0.1", "editor"), modernCtx(g, "token", "127.0.0.1", "agent")
+	sa, err := g.sessions.of(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := g.sessions.of(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa == sb {
+		t.Fatal("two client programs at one address share a session")
+	}
+	if again, _ := g.sessions.of(modernCtx(g, "token", "127.0.0.1", "editor")); again != sa {
+		t.Fatal("a program's next request has another session")
+	}
+	ca, err := g.start(a, "x", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := g.calls.token(ca)
+	if g.calls.resume(tok, sb) != nil {
+		t.Fatal("another program resumed the call's rounds")
+	}
+	if g.calls.resume(tok, sa) != ca {
+		t.Fatal("the call's own program cannot resume it")
+	}
+	cb, err := g.start(b, "x", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two sessions, both busy: a third program of the client is refused.
+	third := modernCtx(g, "token", "127.0.0.1", "third")
+	if _, err := g.start(third, "x", true); err == nil || !strings.Contains(err.Error(), "holds 2 sessions, its cap") {
+		t.Fatalf("a third session past the cap: %v", err)
+	}
+	g.finish(ca, nil, nil)
+	c3, err := g.start(third, "x", true)
+	if err != nil {
+		t.Fatalf("a third session once one is idle: %v", err)
+	}
+	if !sa.ended.Load() {
+		t.Fatal("the idle session was not the one that gave way")
+	}
+	g.finish(cb, nil, nil)
+	g.finish(c3, nil, nil)
+	if n, counted := g.sessions.sizes(); n != 2 || counted != 2 {
+		t.Fatalf("the table holds %d (%d counted)", n, counted)
+	}
+}
+
+// TestReadTimeoutCutsNoCall: the http.Server's ReadTimeout (which serve
+// sets, DefaultReadTimeout) bounds reading a request, and net/http lifts
+// it once the body is read: a call that lasts longer than it is answered.
+func TestReadTimeoutCutsNoCall(t *testing.T) {
+	const readTimeout = 100 * time.Millisecond
+	waiter := &upstream.Server{MCPServer: server.NewMCPServer("w", "test", server.WithToolCapabilities(true))}
+	waiter.AddTool(mcp.NewTool("wait"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-time.After(3 * readTimeout): // the time that passes is what the test is about
+			return mcp.NewToolResultText("waited"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	g := newTestGateway(t, map[string]*upstream.Server{"w": waiter})
+	h := g.HTTPHandler(HTTPOptions{})
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ReadTimeout = readTimeout
+	ts.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	url := ts.URL + "/mcp"
+	resp, body := legacyPost(t, url, "", initializeBody)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	resp, body = legacyPost(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w__wait","arguments":{}}}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"waited"`) {
+		t.Fatalf("a call longer than the read timeout: %d %s", resp.StatusCode, body)
 	}
 }

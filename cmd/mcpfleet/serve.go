@@ -39,6 +39,9 @@ type serveFlags struct {
 	maxMessage    int64
 	inFlight      int
 	rate          float64
+	maxSessions   int
+	maxClientSess int
+	openRate      float64
 	watchInterval time.Duration
 	startupWait   time.Duration
 }
@@ -71,8 +74,13 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	fs.BoolVar(&f.admin, "admin", true, "answer status, tools, call, watch and auth on a local admin endpoint")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level` on stderr: debug, info, warn or error")
 	fs.Int64Var(&f.maxMessage, "max-message", 0, "the largest message a client may send, in `bytes` (default 16 MiB, as from servers)")
-	fs.IntVar(&f.inFlight, "session-max-in-flight", 0, fmt.Sprintf("requests one client may have in flight (default %d; -1: no limit)", gateway.DefaultSessionMaxInFlight))
-	fs.Float64Var(&f.rate, "session-rate", 0, fmt.Sprintf("requests a second one client may send (default %d; -1: no limit)", gateway.DefaultSessionRequestRate))
+	fs.IntVar(&f.inFlight, "client-max-in-flight", 0, fmt.Sprintf("requests one client may have in flight, all its sessions together (default %d; -1: no limit)", gateway.DefaultClientMaxInFlight))
+	fs.Float64Var(&f.rate, "client-rate", 0, fmt.Sprintf("requests a second one client may send, all its sessions together (default %d; -1: no limit)", gateway.DefaultClientRequestRate))
+	fs.IntVar(&f.inFlight, "session-max-in-flight", 0, "the old name of --client-max-in-flight")
+	fs.Float64Var(&f.rate, "session-rate", 0, "the old name of --client-rate")
+	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("HTTP sessions held at once, all clients together (default %d; -1: no cap)", gateway.DefaultMaxSessions))
+	fs.IntVar(&f.maxClientSess, "max-client-sessions", 0, fmt.Sprintf("HTTP sessions one client may hold at once (default %d; -1: no cap)", gateway.DefaultMaxClientSessions))
+	fs.Float64Var(&f.openRate, "session-open-rate", 0, fmt.Sprintf("HTTP sessions a second one client may open, in bursts of ten times as many (default %d; -1: no limit)", gateway.DefaultSessionOpenRate))
 	fs.DurationVar(&f.watchInterval, "watch-interval", gateway.DefaultWatchInterval, "how often to look for changes of the config file")
 	fs.DurationVar(&f.startupWait, "startup-wait", defaultStartupWait, "how long the first tools/list may wait for servers still connecting (0: not at all)")
 	pos, err := parse(fs, args)
@@ -171,7 +179,8 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	}
 
 	gopts := []gateway.Option{gateway.WithForwarder(fw), gateway.WithLogger(logger), gateway.WithServerInfo("mcpfleet", version()),
-		gateway.WithSessionLimits(f.inFlight, f.rate), gateway.WithMaxMessageBytes(f.maxMessage), gateway.WithStartupWait(f.startupWait)}
+		gateway.WithClientLimits(f.inFlight, f.rate), gateway.WithSessionCaps(f.maxSessions, f.maxClientSess, f.openRate),
+		gateway.WithMaxMessageBytes(f.maxMessage), gateway.WithStartupWait(f.startupWait)}
 	if f.toolSearch {
 		gopts = append(gopts, gateway.WithToolSearch())
 	}
@@ -216,8 +225,7 @@ func serveHTTP(ctx context.Context, e *env, f *serveFlags, g *gateway.Gateway, t
 		ln = tls.NewListener(ln, tc)
 		scheme = "https"
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	srv := newHTTPServer(h, logger)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	// The line a host or a script waits for: the address with the port
@@ -236,6 +244,18 @@ func serveHTTP(ctx context.Context, e *env, f *serveFlags, g *gateway.Gateway, t
 	}
 	<-served
 	return nil
+}
+
+// newHTTPServer is the http.Server of serve --http: a client that sends a
+// request slowly, or keeps a connection idle, is cut off (gateway's
+// Default…Timeout); the timeouts bound reading requests, not the calls and
+// streams that answer them.
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{Handler: h,
+		ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
+		ReadTimeout:       gateway.DefaultReadTimeout,
+		IdleTimeout:       gateway.DefaultIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 }
 
 // tlsConfig is the TLS of --tls-cert, --tls-key and --client-ca.
@@ -270,7 +290,7 @@ func startAdmin(ctx context.Context, m *client.Manager, g *gateway.Gateway, conf
 	token := newToken()
 	admin := gateway.NewAdmin(m, token)
 	admin.SetGateway(g)
-	srv := &http.Server{Handler: admin, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: admin, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout, IdleTimeout: gateway.DefaultIdleTimeout,
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 	served := make(chan struct{})

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -178,5 +180,16 @@ func TestRootsReachTheServer(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("the server's directories: %s", res.Text())
 		}
+	}
+}
+
+// TestServeHTTPTimeouts: serve --http's server cuts off a client that
+// sends its request slowly or keeps a connection idle (a connection and
+// a goroutine each, for ever, otherwise).
+func TestServeHTTPTimeouts(t *testing.T) {
+	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	if srv.ReadHeaderTimeout != gateway.DefaultReadHeaderTimeout || srv.ReadTimeout != gateway.DefaultReadTimeout ||
+		srv.IdleTimeout != gateway.DefaultIdleTimeout {
+		t.Fatalf("timeouts: header %v, read %v, idle %v", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.IdleTimeout)
 	}
 }
