@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -545,5 +547,89 @@ func TestReadTimeoutCutsNoCall(t *testing.T) {
 	resp, body = legacyPost(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w__wait","arguments":{}}}`)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"waited"`) {
 		t.Fatalf("a call longer than the read timeout: %d %s", resp.StatusCode, body)
+	}
+}
+
+// dialLegacy connects an mcp-go client of the protocol before 2026-07-28
+// to url, with its GET stream open.
+func dialLegacy(t testing.TB, url string) *mcpclient.Client {
+	t.Helper()
+	ctx := itestCtx(t)
+	tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening(), transport.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion("2025-11-25"))
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	init.Params.ClientInfo = mcp.Implementation{Name: "t", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestLogsOnlyToSessionsThatAsked: a server's log message that belongs
+// to no call goes to the sessions that asked for log messages
+// (logging/setLevel), not to every session.
+func TestLogsOnlyToSessionsThatAsked(t *testing.T) {
+	g := newTestGateway(t, map[string]*upstream.Server{"a": upstream.New("a")})
+	url := serveHTTP(t, g, HTTPOptions{})
+	asked, silent := dialLegacy(t, url), dialLegacy(t, url)
+	type got struct{ method, logger string }
+	recv := func(c *mcpclient.Client) chan got {
+		ch := make(chan got, 16)
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			logger, _ := n.Params.AdditionalFields["logger"].(string)
+			ch <- got{n.Method, logger}
+		})
+		return ch
+	}
+	fromAsked, fromSilent := recv(asked), recv(silent)
+	ctx := itestCtx(t)
+	if err := asked.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
+		t.Fatal(err)
+	}
+	// mcp-go registers a session just after it answered its initialize.
+	waitUntil(t, func() bool { return len(g.sessions.registered()) == 2 })
+	g.forwardLog("a", &client.LogMessage{Level: mcp.LoggingLevelError, Logger: "secret", Data: "bob's call did this"})
+	// A marker after it, to every session: a session's notifications come
+	// in the order they were sent.
+	g.srv.SendNotificationToAllClients("test/marker", nil)
+	next := func(ch chan got) got {
+		t.Helper()
+		select {
+		case n := <-ch:
+			return n
+		case <-ctx.Done():
+			t.Fatal("no notification")
+			return got{}
+		}
+	}
+	if n := next(fromAsked); n.method != string(mcp.MethodNotificationMessage) || n.logger != "a/secret" {
+		t.Fatalf("the session that asked got %+v first", n)
+	}
+	if n := next(fromSilent); n.method != "test/marker" {
+		t.Fatalf("a session that never asked for logs got %+v", n)
+	}
+}
+
+// waitUntil waits until cond holds, for a state the test cannot be told
+// of; at most until the test's context ends.
+func waitUntil(t testing.TB, cond func() bool) {
+	t.Helper()
+	ctx := itestCtx(t)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("the state never came")
+		}
 	}
 }
