@@ -633,3 +633,30 @@ func waitUntil(t testing.TB, cond func() bool) {
 		}
 	}
 }
+
+// TestModernSubscribeRefusedFirst: resources/subscribe is gone from the
+// 2026-07-28 protocol (a listen stream's filter replaces it), and mcp-go
+// refuses it; the gateway used to subscribe the server first, for a
+// session of the request alone that never ends, and kept the subscription
+// for ever. Now nothing is subscribed.
+func TestModernSubscribeRefusedFirst(t *testing.T) {
+	g := newTestGateway(t, map[string]*upstream.Server{"a": upstream.New("a")})
+	url := serveHTTP(t, g, HTTPOptions{})
+	ctx := itestCtx(t)
+	resp, err := modernPost(ctx, http.DefaultClient, url, "resources/subscribe", "mem://a/a",
+		modernBody("resources/subscribe", 1, map[string]any{"uri": "mem://a/a"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"error"`) {
+		t.Fatalf("a 2026-07-28 resources/subscribe: %d %s", resp.StatusCode, body)
+	}
+	g.subs.mu.Lock()
+	targets, subscribers := len(g.subs.targets), len(g.subs.bySub)
+	g.subs.mu.Unlock()
+	if targets != 0 || subscribers != 0 {
+		t.Fatalf("after a refused subscribe: %d subscriptions of servers, %d subscribers", targets, subscribers)
+	}
+}

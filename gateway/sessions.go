@@ -657,6 +657,9 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 		Params struct {
 			URI  string `json:"uri"`
 			Name string `json:"name"`
+			Meta struct {
+				ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &m) != nil {
@@ -666,6 +669,13 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 	// call of a tool not (yet) served waits for the startup too.
 	if listMethods[m.Method] || m.Method == mcp.MethodToolsCall && g.srv.GetTool(m.Params.Name) == nil {
 		g.awaitStarted(ctx)
+	}
+	if mcp.IsModernProtocol(m.Params.Meta.ProtocolVersion) {
+		// The 2026-07-28 protocol has no resources/subscribe (a listen
+		// stream's filter replaces it), and mcp-go refuses it: subscribing
+		// first would leave a subscription of a request's session, which
+		// never ends.
+		return nil
 	}
 	switch m.Method {
 	case mcp.MethodResourcesSubscribe:
