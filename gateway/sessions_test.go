@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -264,6 +265,21 @@ func TestClientLimits(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), "limit of 1 requests in flight") {
 				t.Fatalf("after the cancelled call ended: %v", err)
+			}
+		}
+	})
+	t.Run("sequential", func(t *testing.T) {
+		// A call gives its place back before its answer is written: a
+		// client that calls again once answered is never refused.
+		f := newFleet(t, map[string]client.ServerSpec{"a": {Dialer: client.InProcess(up.MCPServer)}},
+			gateway.WithClientLimits(1, -1))
+		url := f.serveHTTP(t, gateway.HTTPOptions{})
+		for _, p := range protocols {
+			c := dial(t, url, p.version)
+			for i := range 50 {
+				if got := mustCall(t, c, "a__echo", map[string]any{"text": strconv.Itoa(i)}); got != strconv.Itoa(i) {
+					t.Fatalf("%s: %q", p.name, got)
+				}
 			}
 		}
 	})
