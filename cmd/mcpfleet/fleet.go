@@ -38,6 +38,10 @@ type fleet interface {
 // openFleet returns the running serve of the config if one answers (unless
 // direct), else a fleet made from the config file.
 func openFleet(ctx context.Context, e *env, config string, direct bool) (fleet, error) {
+	config, err := configPath(config)
+	if err != nil {
+		return nil, err
+	}
 	paths, err := pathsFor(config)
 	if err != nil {
 		return nil, err
@@ -73,7 +77,7 @@ type localFleet struct {
 const settleTimeout = 15 * time.Second
 
 func openLocal(ctx context.Context, e *env, config string, paths statePaths) (*localFleet, error) {
-	cfg, err := client.LoadConfig(config)
+	cfg, err := gateway.LoadConfig(config)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ const readyLine = "mcpfleet: serving MCP on "
 
 func cmdServe(ctx context.Context, args []string, e *env) error {
 	var f serveFlags
-	fs := newFlags("serve", e, &f.common, "--config FILE [--stdio | --http ADDR] [flags]")
+	fs := newFlags("serve", e, &f.common, "[--config FILE] [--stdio | --http ADDR] [flags]")
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin and stdout (the default)")
 	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --token or --client-ca")
 	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600)")
@@ -89,6 +89,9 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected arguments %q", pos)
+	}
+	if f.common.config, err = configPath(f.common.config); err != nil {
+		return err
 	}
 	if f.stdio && f.http != "" {
 		return usagef("--stdio and --http exclude each other")

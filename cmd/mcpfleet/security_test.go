@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+)
+
+// runBare runs mcpfleet in this process with args as they are (no
+// --config added), in the test's state directory.
+func (c *cli) runBare(args ...string) (int, string, string) {
+	c.t.Helper()
+	c.t.Setenv(envStateDir, c.stateDir)
+	var out, errOut bytes.Buffer
+	code := run(testCtx(c.t), args, newEnv(strings.NewReader(""), &out, &errOut, false))
+	return code, out.String(), errOut.String()
+}
+
+// TestConfigNotFromTheWorkingDirectory: a command given no config does not
+// read the mcp.json of the directory it runs in (whoever wrote that
+// directory would choose the commands it runs); it says what to do, and
+// reads the user's own file, $MCPFLEET_CONFIG or --config. A config file
+// others can write, or that another user owns, is refused with what to do.
+func TestConfigNotFromTheWorkingDirectory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the user's config directory is $XDG_CONFIG_HOME on Linux only")
+	}
+	c := newCLI(t)
+	work := t.TempDir()
+	marker := filepath.Join(work, "ran")
+	planted, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"planted": map[string]any{"command": "/bin/sh", "args": []string{"-c", "touch " + marker}},
+	}})
+	if err := os.WriteFile(filepath.Join(work, "mcp.json"), planted, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(work)
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Setenv(envConfig, "")
+	own := filepath.Join(home, "mcpfleet", "mcp.json")
+
+	for _, args := range [][]string{{"status"}, {"serve", "--stdio"}} {
+		code, _, errOut := c.runBare(args...)
+		want := "no config file: give --config FILE, set MCPFLEET_CONFIG=FILE, or write your servers to " + own
+		if code != exitError || !strings.Contains(errOut, want) {
+			t.Fatalf("%v with an mcp.json in the working directory: %d %q", args, code, errOut)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the working directory's mcp.json ran its command")
+	}
+
+	// The user's own file is read.
+	entry, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"mine": faultEntry(faultserver.ModeNormal, nil)}})
+	if err := os.MkdirAll(filepath.Dir(own), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, entry, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := c.runBare("status", "--direct"); code != exitOK || !strings.Contains(out, "mine") {
+		t.Fatalf("status with the user's config: %d %q %q", code, out, errOut)
+	}
+	// So is $MCPFLEET_CONFIG, even one in the working directory.
+	t.Setenv(envConfig, filepath.Join(work, "mcp.json"))
+	if code, out, errOut := c.runBare("status", "--direct"); code != exitOK || !strings.Contains(out, "planted") {
+		t.Fatalf("status with $MCPFLEET_CONFIG: %d %q %q", code, out, errOut)
+	}
+	t.Setenv(envConfig, "")
+
+	// A file others can write is refused, whatever names it.
+	if err := os.Chmod(own, 0o620); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status", "--direct"}, {"status", "--direct", "--config", own}, {"serve", "--stdio", "--config", own}} {
+		code, _, errOut := c.runBare(args...)
+		if code != exitError || !strings.Contains(errOut, "is writable by other users (mode 0620), who could make mcpfleet run any command: run chmod go-w "+own) {
+			t.Fatalf("%v with a config others can write: %d %q", args, code, errOut)
+		}
+	}
+	if err := os.Chmod(own, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 { // only root can give a file away
+		if err := os.Chown(own, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := c.runBare("status", "--direct")
+		if code != exitError || !strings.Contains(errOut, "is owned by another user, who could make mcpfleet run any command as you: copy it to a file of your own") {
+			t.Fatalf("a config of another user's: %d %q", code, errOut)
+		}
+	} else {
+		t.Log("not root: the refusal of a file of another user's is not tried")
+	}
+}
