@@ -401,11 +401,28 @@ func (h *HTTPServer) originAllowed(origin string) bool {
 // one without a token or client certificates (see CheckBind).
 var ErrInsecureBind = errors.New("mcpfleet: gateway: serving beyond loopback needs authentication")
 
-// CheckBind checks that the gateway may listen on addr: a loopback address
-// always, another only when authenticated (a bearer token, or TLS with
-// client certificates), since anyone who can reach it could otherwise
-// call every tool of the fleet.
-func CheckBind(addr string, authenticated bool) error {
+// ErrTokenInClear is the error of a listen address other than a loopback
+// one where clients would send their bearer token over plain HTTP (see
+// CheckBind).
+var ErrTokenInClear = errors.New("mcpfleet: gateway: a bearer token beyond loopback needs TLS")
+
+// BindSecurity is what protects a listener of the gateway (see CheckBind).
+type BindSecurity struct {
+	Token       bool // every request must carry the bearer token
+	TLS         bool // HTTPS
+	ClientCerts bool // TLS with client certificates required
+	// InsecureHTTP accepts a bearer token over plain HTTP beyond loopback
+	// (a network the host trusts, or TLS ended in front of the gateway).
+	InsecureHTTP bool
+}
+
+// CheckBind checks that the gateway may listen on addr, protected by s: a
+// loopback address always; another only when authenticated (a bearer
+// token, or TLS with client certificates), since anyone who can reach it
+// could otherwise call every tool of the fleet, and a bearer token only
+// over TLS (or with s.InsecureHTTP), since anyone on the path could
+// otherwise read it and call every tool with it.
+func CheckBind(addr string, s BindSecurity) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
@@ -413,13 +430,19 @@ func CheckBind(addr string, authenticated bool) error {
 	if host != "" && netguard.IsLoopback(host) {
 		return nil
 	}
-	if authenticated {
-		return nil
-	}
 	where := host
 	if where == "" {
 		where = "every interface"
 	}
-	return fmt.Errorf("%w: %s is reachable from other machines: require a bearer token or client certificates, or bind 127.0.0.1",
-		ErrInsecureBind, where)
+	switch {
+	case s.ClientCerts:
+		return nil
+	case !s.Token:
+		return fmt.Errorf("%w: %s is reachable from other machines: require a bearer token or client certificates, or bind 127.0.0.1",
+			ErrInsecureBind, where)
+	case !s.TLS && !s.InsecureHTTP:
+		return fmt.Errorf("%w: %s is reachable from other machines, and the token would cross the network in clear: serve HTTPS, or bind 127.0.0.1",
+			ErrTokenInClear, where)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -98,5 +100,70 @@ func TestConfigNotFromTheWorkingDirectory(t *testing.T) {
 		}
 	} else {
 		t.Log("not root: the refusal of a file of another user's is not tried")
+	}
+}
+
+// initialize posts an initialize to url with the Authorization header auth
+// ("" for none) and returns the status.
+func initialize(t testing.TB, url, auth string) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, url, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestServeTokenByDefault: serve --http on loopback asks for a bearer
+// token unless told not to: one is made at the first serve (a file only
+// the user can read), printed for the client's config, and kept for the
+// next serve; --no-auth serves without one, and says so.
+func TestServeTokenByDefault(t *testing.T) {
+	c := newCLI(t)
+	c.writeConfig(map[string]any{"files": faultEntry(faultserver.ModeNormal, nil)})
+	s := c.startServe()
+	if s.token == "" {
+		t.Fatalf("serve printed no token:\n%s", s.Logs())
+	}
+	file := filepath.Join(c.stateDir, "serve-token")
+	if !strings.Contains(s.Logs(), "(the token is kept in "+file) {
+		t.Fatalf("serve did not say where the token is:\n%s", s.Logs())
+	}
+	if fi, err := os.Stat(file); err != nil || runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the token file: %v %v", fi, err)
+	}
+	if got := initialize(t, s.url, ""); got != http.StatusUnauthorized {
+		t.Fatalf("a client without the token: %d", got)
+	}
+	if got := initialize(t, s.url, "Bearer not-"+s.token); got != http.StatusUnauthorized {
+		t.Fatalf("a client with another token: %d", got)
+	}
+	if got := initialize(t, s.url, s.authHeader()); got != http.StatusOK {
+		t.Fatalf("a client with the token: %d", got)
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	<-s.done
+	again := c.startServe()
+	if again.token != s.token {
+		t.Fatal("a second serve made another token: the client's config would have to change")
+	}
+	_ = again.cmd.Process.Signal(os.Interrupt)
+	<-again.done
+
+	open := c.startServe("--no-auth")
+	if open.token != "" || !strings.Contains(open.Logs(), "serving HTTP without authentication (--no-auth)") {
+		t.Fatalf("serve --no-auth:\n%s", open.Logs())
+	}
+	if got := initialize(t, open.url, ""); got != http.StatusOK {
+		t.Fatalf("serve --no-auth, a client without a token: %d", got)
 	}
 }

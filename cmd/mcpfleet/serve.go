@@ -29,6 +29,8 @@ type serveFlags struct {
 	stdio         bool
 	http          string
 	tokenFile     string
+	noAuth        bool
+	insecureHTTP  bool
 	tlsCert       string
 	tlsKey        string
 	clientCA      string
@@ -64,8 +66,10 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	var f serveFlags
 	fs := newFlags("serve", e, &f.common, "[--config FILE] [--stdio | --http ADDR] [flags]")
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin and stdout (the default)")
-	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --token or --client-ca")
-	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600)")
+	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --tls-cert/--tls-key (or --client-ca)")
+	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600; default: a token made at the first serve, kept in the state directory, and printed)")
+	fs.BoolVar(&f.noAuth, "no-auth", false, "DANGEROUS: serve HTTP without a token: any program of any user of this machine could call every tool with your credentials")
+	fs.BoolVar(&f.insecureHTTP, "insecure-http", false, "DANGEROUS: allow the bearer token over plain HTTP beyond loopback, where anyone on the network path can read it")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the key `FILE` of --tls-cert (PEM)")
 	fs.StringVar(&f.clientCA, "client-ca", "", "require client certificates signed by the CAs in `FILE` (PEM); needs --tls-cert")
@@ -102,24 +106,46 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	if f.clientCA != "" && f.tlsCert == "" {
 		return usagef("--client-ca needs --tls-cert and --tls-key")
 	}
-	if f.http == "" && (f.tokenFile != "" || f.tlsCert != "" || len(f.origins) > 0) {
-		return usagef("--token, --tls-cert, --client-ca and --allow-origin are for --http")
+	if f.http == "" && (f.tokenFile != "" || f.tlsCert != "" || len(f.origins) > 0 || f.noAuth || f.insecureHTTP) {
+		return usagef("--token, --no-auth, --insecure-http, --tls-cert, --client-ca and --allow-origin are for --http")
+	}
+	if f.noAuth && f.tokenFile != "" {
+		return usagef("--no-auth and --token exclude each other")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usagef("--log-level: %v", err)
 	}
+	if f.http == "" {
+		return serve(ctx, e, &f, "", level)
+	}
 	token := ""
-	if f.tokenFile != "" {
+	switch {
+	case f.tokenFile != "":
 		if token, err = readSecretFile(f.tokenFile); err != nil {
 			return fmt.Errorf("--token: %w", err)
 		}
-	}
-	if f.http != "" {
-		f.http = loopbackByDefault(f.http)
-		if err := gateway.CheckBind(f.http, token != "" || f.clientCA != ""); err != nil {
-			return fmt.Errorf("%w (--token FILE, or --tls-cert/--tls-key/--client-ca)", err)
+	case !f.noAuth:
+		paths, err := pathsFor(f.common.config)
+		if err != nil {
+			return err
 		}
+		if token, err = servedToken(paths.serveToken); err != nil {
+			return fmt.Errorf("the token of serve --http: %w", err)
+		}
+		// The user's client needs it: once it is in the client's config,
+		// the same token serves every restart.
+		fmt.Fprintf(e.stderr, "mcpfleet: HTTP clients must send the header\n  Authorization: Bearer %s\n"+
+			"(the token is kept in %s; remove the file for a new one)\n", token, paths.serveToken)
+	}
+	f.http = loopbackByDefault(f.http)
+	err = gateway.CheckBind(f.http, gateway.BindSecurity{Token: token != "", TLS: f.tlsCert != "", ClientCerts: f.clientCA != "",
+		InsecureHTTP: f.insecureHTTP})
+	switch {
+	case errors.Is(err, gateway.ErrTokenInClear):
+		return fmt.Errorf("%w (--tls-cert FILE --tls-key FILE; or, at your own risk, --insecure-http)", err)
+	case err != nil:
+		return fmt.Errorf("%w (drop --no-auth, or require client certificates: --tls-cert/--tls-key/--client-ca)", err)
 	}
 	return serve(ctx, e, &f, token, level)
 }
@@ -207,6 +233,9 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	if f.http == "" {
 		logger.Info(readyLine + "stdio")
 		return g.ServeStdio(ctx, e.stdin, e.stdout)
+	}
+	if token == "" && f.clientCA == "" {
+		logger.Warn("mcpfleet: serving HTTP without authentication (--no-auth): any program of any user of this machine can call every tool with your credentials")
 	}
 	return serveHTTP(ctx, e, f, g, token, logger)
 }

@@ -26,7 +26,7 @@ func TestServeFollowsTheConfig(t *testing.T) {
 	c := newCLI(t)
 	c.writeConfig(map[string]any{"one": faultEntry(faultserver.ModeNormal, nil)})
 	s := c.startServe("--watch-interval", "10ms")
-	d := tsclient.StartHTTP(t, s.url)
+	d := tsclient.StartHTTPWithToken(t, s.url, s.token)
 	ctx := testCtx(t)
 	if names, err := d.ListTools(ctx); err != nil || !slices.Contains(names, "one__echo") {
 		t.Fatalf("tools %v %v", names, err)
@@ -125,7 +125,8 @@ func TestServerRequestsThroughServe(t *testing.T) {
 			if tr == "stdio" {
 				d = tsclient.StartStdio(t, c.env(), os.Args[0], "serve", "--stdio", "--config", c.config)
 			} else {
-				d = tsclient.StartHTTP(t, c.startServe().url)
+				s := c.startServe()
+				d = tsclient.StartHTTPWithToken(t, s.url, s.token)
 			}
 			ctx, cancel := context.WithCancel(testCtx(t))
 			defer cancel()
