@@ -47,7 +47,11 @@ func openFleet(ctx context.Context, e *env, config string, direct bool) (fleet, 
 		return nil, err
 	}
 	if !direct {
-		if af, err := readAdminFile(paths.admin); err == nil {
+		af, err := readAdminFile(paths.admin)
+		if err != nil && !isNotExist(err) {
+			fmt.Fprintf(e.stderr, "mcpfleet: ignoring a serve's admin file: %v; using the config file\n", err)
+		}
+		if err == nil {
 			// A command makes a request or two: no connection is kept.
 			r := &remoteFleet{base: "http://" + af.Addr, token: af.Token,
 				hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
@@ -165,5 +167,56 @@ func TestServeTokenByDefault(t *testing.T) {
 	}
 	if got := initialize(t, open.url, ""); got != http.StatusOK {
 		t.Fatalf("serve --no-auth, a client without a token: %d", got)
+	}
+}
+
+// TestAdminFileTrusted: the commands use a running serve through the
+// admin file it wrote, and only such a file: one another user could have
+// written, or that names an address off this machine, is ignored (it would
+// send the command's calls and the token where its writer chose), and the
+// command uses the config file itself.
+func TestAdminFileTrusted(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the directory's access control decides on Windows")
+	}
+	c := newCLI(t)
+	c.writeConfig(map[string]any{"files": faultEntry(faultserver.ModeNormal, nil)})
+	var hits atomic.Int64
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte(`{"servers":[{"name":"planted","state":"Connected"}]}`))
+	}))
+	defer fake.Close()
+	t.Setenv(envStateDir, c.stateDir)
+	paths, err := pathsFor(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		name, addr string
+		mode       os.FileMode
+		want       string
+	}{
+		{"writable by others", fake.Listener.Addr().String(), 0o620, "is writable by other users, who could have written it"},
+		{"off this machine", "192.0.2.1:9", 0o600, `names the address "192.0.2.1:9", which is not a loopback one`},
+	} {
+		t.Run(x.name, func(t *testing.T) {
+			if err := writeAdminFile(paths.admin, adminFile{Addr: x.addr, Token: "t", PID: 1, Config: c.config}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(paths.admin, x.mode); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := c.run("status")
+			if code != exitOK || strings.Contains(out, "planted") || !strings.Contains(out, "files") {
+				t.Fatalf("status: %d %q %q", code, out, errOut)
+			}
+			if !strings.Contains(errOut, "mcpfleet: ignoring a serve's admin file: "+paths.admin+" "+x.want) {
+				t.Fatalf("status does not say why it ignored the admin file: %q", errOut)
+			}
+			if hits.Load() != 0 {
+				t.Fatal("the command asked the address of an untrusted admin file")
+			}
+		})
 	}
 }

@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/filetrust"
+	"github.com/mcpfleet/mcpfleet/internal/netguard"
 )
 
 // envStateDir overrides where mcpfleet keeps its state (tests set it).
@@ -127,15 +130,32 @@ func writeAdminFile(path string, f adminFile) error {
 }
 
 // readAdminFile reads the admin file at path; it is missing when no serve
-// of that config runs.
+// of that config runs. A file another user could have written is refused
+// (it would send the command's calls, and the token in it, where they
+// chose), and so is one whose address is not on this machine.
 func readAdminFile(path string) (adminFile, error) {
 	var f adminFile
-	b, err := os.ReadFile(path)
+	fh, err := os.Open(path)
+	if err != nil {
+		return f, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return f, err
+	}
+	if why := filetrust.Untrusted(fi); why != "" {
+		return f, fmt.Errorf("%s is %s, who could have written it", path, why)
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, 1<<20))
 	if err != nil {
 		return f, err
 	}
 	if err := json.Unmarshal(b, &f); err != nil || f.Addr == "" || f.Token == "" {
 		return f, fmt.Errorf("%s is not an admin file of mcpfleet", path)
+	}
+	if host, _, err := net.SplitHostPort(f.Addr); err != nil || !netguard.IsLoopback(host) {
+		return f, fmt.Errorf("%s names the address %q, which is not a loopback one, as a serve's never is", path, f.Addr)
 	}
 	return f, nil
 }
