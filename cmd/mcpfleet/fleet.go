@@ -171,7 +171,7 @@ func (l *localFleet) unready() {
 		if st.LastError != nil {
 			line += ": " + st.LastError.Error()
 		}
-		fmt.Fprintln(l.e.stderr, line)
+		fmt.Fprintln(l.e.stderr, termSafe(line, true))
 	}
 }
 

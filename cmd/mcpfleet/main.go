@@ -130,7 +130,8 @@ func run(ctx context.Context, args []string, e *env) int {
 		return exitError
 	}
 	// One prefix: the command's, in place of the library's.
-	fmt.Fprintf(e.stderr, "mcpfleet %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "mcpfleet: "))
+	// Errors may quote what a server said: shown, not obeyed (termSafe).
+	fmt.Fprintf(e.stderr, "mcpfleet %s: %s\n", args[0], termSafe(strings.TrimPrefix(err.Error(), "mcpfleet: "), true))
 	return exitError
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+	"unicode/utf8"
 
+	"github.com/mcpfleet/mcpfleet/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 )
 
@@ -218,5 +222,71 @@ func TestAdminFileTrusted(t *testing.T) {
 				t.Fatal("the command asked the address of an untrusted admin file")
 			}
 		})
+	}
+}
+
+// hostile is text a server could send to take over the terminal of whoever
+// reads it: a window title (OSC), a screen clear (CSI), an 8-bit CSI, a
+// carriage return that would overwrite the line, a right-to-left override;
+// and a newline and a tab, which stay. (A byte that is not UTF-8 does not
+// survive JSON; termSafe escapes it too.)
+const hostile = "ok\x1b]0;pwned\x07 \x1b[2J \u009b31m \rfake \u202eevil end\nline two\tcolumn"
+
+// rawControl returns the first character of out a terminal would act on,
+// other than newline and tab; "" if none.
+func rawControl(out string) string {
+	for i := 0; i < len(out); {
+		r, size := utf8.DecodeRuneInString(out[i:])
+		if unsafeRune(r, size, true) {
+			return fmt.Sprintf("%q at %d", r, i)
+		}
+		i += size
+	}
+	return ""
+}
+
+// TestServerTextEscaped: call, tools, watch and status print what a server
+// wrote with everything a terminal would act on escaped (an OSC sequence
+// reached stdout raw), keeping its lines and tabs; --json escapes the
+// same where encoding/json does not.
+func TestServerTextEscaped(t *testing.T) {
+	c := newCLI(t)
+	c.writeConfig(map[string]any{"one": faultEntry(faultserver.ModeNormal, nil)})
+	args, _ := json.Marshal(map[string]string{"text": hostile})
+	code, out, errOut := c.run("call", "one__echo", string(args), "--direct")
+	if code != exitOK {
+		t.Fatalf("call: %d %q %q", code, out, errOut)
+	}
+	if bad := rawControl(out); bad != "" {
+		t.Fatalf("call printed a raw control character %s: %q", bad, out)
+	}
+	for _, want := range []string{`ok\x1b]0;pwned\x07 \x1b[2J \u009b31m \rfake \u202eevil end`, "\nline two\tcolumn"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("call's output %q lacks %q", out, want)
+		}
+	}
+
+	if got := termSafe("a\xffb\x7f", true); got != `a\xffb\x7f` {
+		t.Fatalf("termSafe of a byte that is not UTF-8 and DEL: %q", got)
+	}
+	var b bytes.Buffer
+	writeTools(&b, []gateway.ToolReport{{Name: "one__x\x1b[2J", Description: hostile}}, "")
+	writeStatus(&b, []gateway.ServerReport{{Name: "one", State: "PermanentlyFailed", LastError: hostile}}, time.Now())
+	b.WriteString(eventLine(gateway.EventReport{Kind: "log", Server: "one", Level: "info", Logger: "l\x1b]8;;http://x\x07", Data: hostile}) + "\n")
+	b.WriteString(eventLine(gateway.EventReport{Kind: "state", Server: "one", From: "Connected", To: "Reconnecting", Error: hostile}) + "\n")
+	if bad := rawControl(b.String()); bad != "" {
+		t.Fatalf("tools, status or watch printed a raw control character %s:\n%q", bad, b.String())
+	}
+
+	b.Reset()
+	if err := printJSON(&b, map[string]string{"text": hostile}); err != nil {
+		t.Fatal(err)
+	}
+	if bad := rawControl(b.String()); bad != "" {
+		t.Fatalf("--json printed a raw control character %s: %q", bad, b.String())
+	}
+	var back map[string]string
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["text"] != hostile {
+		t.Fatalf("--json is not the same JSON: %q %v", back["text"], err)
 	}
 }
