@@ -52,7 +52,9 @@ type HTTPOptions struct {
 	// Path is the MCP endpoint. Defaults to "/mcp".
 	Path string
 	// Token, if set, is the bearer token every request must carry
-	// (Authorization: Bearer <token>); others get 401.
+	// (Authorization: Bearer <token>); others get 401. Without one, whoever
+	// reaches the handler can call every tool of the fleet (see CheckBind).
+	// Its holders are one client for the limits.
 	Token string
 	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
 	// besides the local ones (localhost, 127.0.0.1, [::1], any port). A
@@ -76,7 +78,15 @@ type HTTPOptions struct {
 //     refuses, on a loopback listener, a Host header that is not local;
 //   - the size of the body: one over the message size limit is not read
 //     past the limit and is answered 413 with a JSON-RPC error carrying
-//     the request's id, if it could be found.
+//     the request's id, if it could be found;
+//   - the client's request rate, and for an initialize the caps on
+//     sessions and the client's rate of opening them (WithClientLimits,
+//     WithSessionCaps): over one, 429 with Retry-After and a JSON-RPC
+//     error that names it;
+//   - a 2026-07-28 notifications/cancelled is answered here, not by
+//     mcp-go: it holds only for a request of its sender on the same
+//     connection (see cancels); a GET stream needs a session of the
+//     handler's.
 //
 // The handler serves o.Path and answers 404 elsewhere. Shutdown ends its
 // sessions; call it before Close.
