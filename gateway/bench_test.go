@@ -157,7 +157,9 @@ func BenchmarkSessions(b *testing.B) {
 			for i := range size.upstreams {
 				servers[fmt.Sprintf("u%d", i)] = client.ServerSpec{Dialer: client.InProcess(upstream.New(fmt.Sprintf("u%d", i)).MCPServer)}
 			}
-			f := newFleet(b, servers, gateway.WithClientLimits(-1, -1))
+			// The sessions are one client's (one address): no limit and no
+			// cap, the benchmark is of the calls.
+			f := newFleet(b, servers, gateway.WithClientLimits(-1, -1), gateway.WithSessionCaps(-1, -1, -1))
 			url := f.serveHTTP(b, gateway.HTTPOptions{})
 			clients := make([]*mcpclient.Client, size.sessions)
 			for i := range clients {
