@@ -660,3 +660,21 @@ func TestModernSubscribeRefusedFirst(t *testing.T) {
 		t.Fatalf("after a refused subscribe: %d subscriptions of servers, %d subscribers", targets, subscribers)
 	}
 }
+
+// TestClientTableBounded: clients that come and stay (many addresses, none
+// idle) do not grow the table without end: past its bound they share one
+// client's limits.
+func TestClientTableBounded(t *testing.T) {
+	var tab sessionTable
+	tab.init(defaultOptions())
+	for i := range 3 * clientMax {
+		c := tab.client("addr 10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256))
+		c.inflight.Add(1) // busy: never forgotten
+	}
+	if n := len(tab.clients); n > clientMax+1 { // and the shared one
+		t.Fatalf("%d clients held, bound %d", n, clientMax)
+	}
+	if tab.client("addr 192.0.2.1").key != overflowClient {
+		t.Fatal("a client past the bound has limits of its own")
+	}
+}

@@ -196,8 +196,9 @@ type sessionTable struct {
 	mu      sync.Mutex
 	byKey   map[sessionKey]*session
 	clients map[string]*clientState
-	total   int // the sessions and reservations under the caps
-	modern  int // the 2026-07-28 sessions
+	pruned  time.Time // when clients were last walked for idle ones
+	total   int       // the sessions and reservations under the caps
+	modern  int       // the 2026-07-28 sessions
 }
 
 // Bounds of the tables of things that have no end of their own: the
@@ -207,6 +208,10 @@ const (
 	modernKeep = 256
 	clientKeep = 1024
 	keepIdle   = time.Minute
+	// clientMax bounds the clients the table tells apart; more share the
+	// limits of overflowClient.
+	clientMax      = 4 * clientKeep
+	overflowClient = "overflow"
 )
 
 func (t *sessionTable) init(o options) {
@@ -227,10 +232,23 @@ func (t *sessionTable) clientLocked(key string) *clientState {
 		return c
 	}
 	if len(t.clients) >= clientKeep {
-		cutoff := time.Now().Add(-keepIdle).UnixNano()
-		for k, c := range t.clients {
-			if c.sessions == 0 && c.inflight.Load() == 0 && c.lastUsed.Load() < cutoff {
-				delete(t.clients, k)
+		// Forget the idle ones, at most once a second: a walk of the
+		// table per new client would let many clients cost a lot.
+		if now := time.Now(); now.Sub(t.pruned) >= time.Second {
+			t.pruned = now
+			cutoff := now.Add(-keepIdle).UnixNano()
+			for k, c := range t.clients {
+				if c.sessions == 0 && c.inflight.Load() == 0 && c.lastUsed.Load() < cutoff {
+					delete(t.clients, k)
+				}
+			}
+		}
+		if len(t.clients) >= clientMax {
+			// Many clients at once, none idle: those beyond share one set
+			// of limits rather than grow the table without end.
+			key = overflowClient
+			if c := t.clients[key]; c != nil {
+				return c
 			}
 		}
 	}
