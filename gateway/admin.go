@@ -11,11 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/netguard"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -106,6 +108,7 @@ type ProgressReport struct {
 type Admin struct {
 	m     *client.Manager
 	token string
+	gw    atomic.Pointer[Gateway] // see SetGateway
 
 	mu sync.Mutex // guards ts
 	ts *client.ToolSearch
@@ -119,6 +122,20 @@ func NewAdmin(m *client.Manager, token string) *Admin {
 		panic("mcpfleet: gateway: NewAdmin needs a token")
 	}
 	return &Admin{m: m, token: token}
+}
+
+// SetGateway names the gateway that serves m, so that the status reports
+// what it decided of the catalog itself: the resource templates it
+// quarantined (see QuarantinedTemplate).
+func (a *Admin) SetGateway(g *Gateway) { a.gw.Store(g) }
+
+// reports are the servers' reports, with what the gateway adds.
+func (a *Admin) reports(statuses []client.ServerStatus) []ServerReport {
+	out := MakeReports(statuses, a.m.Stats())
+	if g := a.gw.Load(); g != nil {
+		addQuarantined(out, g.QuarantinedTemplates())
+	}
+	return out
 }
 
 // Close releases the tool search index the endpoint may have built.
@@ -152,7 +169,7 @@ func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/status":
-		writeJSON(w, map[string]any{"servers": Reports(a.m)})
+		writeJSON(w, map[string]any{"servers": a.reports(a.m.Statuses())})
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/tools":
 		k, _ := strconv.Atoi(r.URL.Query().Get("k"))
 		q := r.URL.Query().Get("q")
@@ -183,7 +200,7 @@ func localHost(hostport string) bool {
 	if err != nil {
 		host = hostport
 	}
-	return isLoopback(host)
+	return netguard.IsLoopback(host)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -254,7 +271,7 @@ func (a *Admin) watch(w http.ResponseWriter, r *http.Request) {
 	statuses, _, events, cancel := a.m.Watch(0)
 	defer cancel()
 	s := newStream(w)
-	if s.send(StreamLine{Servers: MakeReports(statuses, a.m.Stats())}) != nil {
+	if s.send(StreamLine{Servers: a.reports(statuses)}) != nil {
 		return
 	}
 	for {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -211,5 +212,32 @@ func TestStdioClientGoneCancels(t *testing.T) {
 	mustRecv(t, up.Cancelled, "gone")
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckBind: beyond loopback the gateway needs authentication, and a
+// bearer token needs TLS (or the host's explicit word that the path is
+// safe): anyone on the path could otherwise read the token and call every
+// tool with it.
+func TestCheckBind(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		s    gateway.BindSecurity
+		want error
+	}{
+		{"127.0.0.1:8931", gateway.BindSecurity{}, nil},
+		{"[::1]:8931", gateway.BindSecurity{Token: true}, nil},
+		{"localhost:8931", gateway.BindSecurity{}, nil},
+		{"0.0.0.0:8931", gateway.BindSecurity{}, gateway.ErrInsecureBind},
+		{":8931", gateway.BindSecurity{}, gateway.ErrInsecureBind},
+		{"0.0.0.0:8931", gateway.BindSecurity{Token: true}, gateway.ErrTokenInClear},
+		{"10.0.0.5:8931", gateway.BindSecurity{Token: true, InsecureHTTP: true}, nil},
+		{"0.0.0.0:8931", gateway.BindSecurity{Token: true, TLS: true}, nil},
+		{"0.0.0.0:8931", gateway.BindSecurity{TLS: true, ClientCerts: true}, nil},
+		{"0.0.0.0:8931", gateway.BindSecurity{TLS: true}, gateway.ErrInsecureBind},
+	} {
+		if err := gateway.CheckBind(c.addr, c.s); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("CheckBind(%s, %+v) = %v, want %v", c.addr, c.s, err, c.want)
+		}
 	}
 }

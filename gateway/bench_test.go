@@ -114,7 +114,7 @@ func BenchmarkCall(b *testing.B) {
 		cputime.Report(b, cpu)
 	})
 	b.Run("impl=gateway", func(b *testing.B) {
-		f := newFleet(b, map[string]client.ServerSpec{"f": spec}, gateway.WithSessionLimits(-1, -1))
+		f := newFleet(b, map[string]client.ServerSpec{"f": spec}, gateway.WithClientLimits(-1, -1))
 		msg := json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__echo","arguments":{"text":"hello"}}}`)
 		ctx := context.Background()
 		b.ReportAllocs()
@@ -128,7 +128,7 @@ func BenchmarkCall(b *testing.B) {
 		cputime.Report(b, cpu)
 	})
 	b.Run("impl=gateway-http", func(b *testing.B) {
-		f := newFleet(b, map[string]client.ServerSpec{"f": spec}, gateway.WithSessionLimits(-1, -1))
+		f := newFleet(b, map[string]client.ServerSpec{"f": spec}, gateway.WithClientLimits(-1, -1))
 		c := dial(b, f.serveHTTP(b, gateway.HTTPOptions{}), "")
 		toolNames(b, c)
 		req := mcp.CallToolRequest{}
@@ -157,7 +157,9 @@ func BenchmarkSessions(b *testing.B) {
 			for i := range size.upstreams {
 				servers[fmt.Sprintf("u%d", i)] = client.ServerSpec{Dialer: client.InProcess(upstream.New(fmt.Sprintf("u%d", i)).MCPServer)}
 			}
-			f := newFleet(b, servers, gateway.WithSessionLimits(-1, -1))
+			// The sessions are one client's (one address): no limit and no
+			// cap, the benchmark is of the calls.
+			f := newFleet(b, servers, gateway.WithClientLimits(-1, -1), gateway.WithSessionCaps(-1, -1, -1))
 			url := f.serveHTTP(b, gateway.HTTPOptions{})
 			clients := make([]*mcpclient.Client, size.sessions)
 			for i := range clients {

@@ -233,7 +233,10 @@ func sortCalls(cs []*call) {
 // the gateway and cancel. The caller runs the upstream request and calls
 // finish.
 func (g *Gateway) start(ctx context.Context, srvName string, carrier bool) (*call, error) {
-	sess := g.sessions.of(ctx)
+	sess, err := g.sessions.of(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := sess.acquire(); err != nil {
 		return nil, err
 	}
@@ -330,7 +333,7 @@ func (g *Gateway) callTool(ctx context.Context, req mcp.CallToolRequest, srvName
 // closed.
 func neverStarted(err error) bool {
 	var limit *limitError
-	return errors.As(err, &limit) || errors.Is(err, errUnknownState) || errors.Is(err, ErrClosed)
+	return errors.As(err, &limit) || errors.Is(err, errUnknownState) || errors.Is(err, ErrClosed) || errors.Is(err, errSessionGone)
 }
 
 // errUnknownState is the error of a round whose requestState names no call
@@ -343,7 +346,11 @@ func (g *Gateway) callRounds(ctx context.Context, round mcp.MultiRoundTripParams
 		return nil, ErrClosed
 	}
 	if round.RequestState != "" {
-		c := g.calls.resume(round.RequestState, g.sessions.of(ctx))
+		sess, err := g.sessions.of(ctx)
+		if err != nil {
+			return nil, errUnknownState
+		}
+		c := g.calls.resume(round.RequestState, sess)
 		if c == nil {
 			return nil, errUnknownState
 		}

@@ -60,7 +60,11 @@ func TestSessionEndCancelsItsCalls(t *testing.T) {
 	// finds it), but the end's walk of the calls has passed.
 	late := testSession{"late"}
 	lctx := g.srv.WithContext(context.Background(), late)
-	g.sessions.of(lctx).ended.Store(true)
+	ls, err := g.sessions.of(lctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls.ended.Store(true)
 	c, err := g.start(lctx, "a", true)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,10 @@
 //   - tools are served under their qualified names ("files__read_file"),
 //     prompts under qualified names too, resources under their own URIs
 //     with their server named; the catalog follows the Manager's View, and
-//     every change reaches every downstream session as list_changed;
+//     every change reaches every downstream session as list_changed. A
+//     read goes to the server that lists the URI, else to the one whose
+//     template matches it: a template that overlaps another server's is
+//     quarantined (QuarantinedTemplates), so no read is left to chance;
 //   - calls go through the Manager, so a call to a server that is
 //     reconnecting waits for it, a read-only call lost in a crash is
 //     replayed, and an error becomes an isError result in words a model
@@ -24,16 +27,20 @@
 //     how a request is attributed, and when it is refused);
 //   - each downstream session has its own resource subscriptions (a
 //     server is subscribed once, updates go only to the sessions that
-//     asked), its own limits (requests in flight, requests a second), and
-//     its calls end with it.
+//     asked) and log messages (only if it asked), and its calls end with
+//     it; the limits (requests in flight, requests a second, sessions held
+//     and opened) hold per client, so a new session gains a client
+//     nothing (see WithClientLimits, WithSessionCaps).
 //
 // ServeStdio serves one client on a pair of streams; HTTPHandler serves
 // streamable HTTP (both protocol generations) behind the checks the MCP
-// specification asks of a local server (Origin, Host) and an optional bearer
-// token. Both refuse a message over the size limit with a JSON-RPC error and
-// go on. A ConfigWatcher re-applies a config file when it changes, and an
-// Admin endpoint answers the command line's status, tools, call, watch and
-// auth for a running gateway.
+// specification asks of a local server (Origin, Host) and a bearer token
+// (CheckBind says where one is needed, and TLS with it). Both refuse a
+// message over the size limit with a JSON-RPC error and go on. A
+// ConfigWatcher re-applies a config file when it changes (one another user
+// could have written is refused: LoadConfig), and an Admin endpoint
+// answers the command line's status, tools, call, watch and auth for a
+// running gateway.
 //
 // The command line that runs all of this is cmd/mcpfleet.
 package gateway

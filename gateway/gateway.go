@@ -64,6 +64,7 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{m: m, o: o, log: o.logger, ctx: ctx, cancel: cancel}
 	g.sessions.init(o)
+	g.sessions.onEnd = g.endSession
 	g.calls.init()
 	g.subs.init(g)
 	g.routes.Store(&routes{uris: map[string]string{}})
@@ -221,8 +222,11 @@ func (g *Gateway) follow(events <-chan client.Event, connecting map[string]bool)
 	}
 }
 
-// forwardLog sends a server's log message to every session that keeps
-// one, at the level each asked for. A 2026-07-28 client asks for log
+// forwardLog sends a server's log message to the sessions that asked for
+// log messages (logging/setLevel), at the level each asked for; a session
+// that never asked gets none, as the specification has it (a server's log
+// may say what another client's call did). setLevel names no server, so a
+// session that asked gets every server's. A 2026-07-28 client asks for log
 // messages per request and gets those of its own calls only, so it gets
 // none of these.
 func (g *Gateway) forwardLog(srvName string, lm *client.LogMessage) {
@@ -235,13 +239,20 @@ func (g *Gateway) forwardLog(srvName string, lm *client.LogMessage) {
 	}
 	n := mcp.NewLoggingMessageNotification(lm.Level, logger, lm.Data)
 	for _, s := range g.sessions.registered() {
-		_ = g.srv.SendLogMessageToSpecificClient(s.id, n) // a full or gone session loses it
+		if s.logs.Load() {
+			_ = g.srv.SendLogMessageToSpecificClient(s.id, n) // a full or gone session loses it
+		}
 	}
 }
 
-// levelSet passes a session's logging/setLevel on to every server, so that
-// they send what the most recent request asked for.
+// levelSet records that the session asked for log messages, and passes
+// its logging/setLevel on to every server, so that they send what the most
+// recent request asked for (each session gets what its own level lets
+// through).
 func (g *Gateway) levelSet(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+	if s, err := g.sessions.of(ctx); err == nil {
+		s.logs.Store(true)
+	}
 	level := req.Params.Level
 	g.bg.Go(func() {
 		ctx, cancel := context.WithTimeout(g.ctx, client.DefaultReadyTimeout)

@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -29,12 +31,17 @@ type mirror struct {
 	tools map[string]struct{}
 }
 
-// routes says which server a resource URI belongs to: for resources/read
-// (mcp-go finds the handler itself) it is only needed by resources/subscribe,
-// which mcp-go leaves to the gateway. Replaced whole on every change.
+// routes says which server a resource URI belongs to: the gateway's own
+// table, by which it routes resources/read and resources/subscribe.
+// mcp-go would pick among the templates of every server in map order, so
+// every resource and template the gateway registers with it has the same
+// handler, which asks this table. Replaced whole on every change.
 type routes struct {
-	uris      map[string]string // resource URI -> server
-	templates []templateRoute
+	uris      map[string]string // a resource's exact URI -> its server
+	templates []templateRoute   // no two of different servers overlap
+	// quarantined are templates left out because they overlap a template
+	// of another server's that came first.
+	quarantined []QuarantinedTemplate
 }
 
 type templateRoute struct {
@@ -42,18 +49,65 @@ type templateRoute struct {
 	server string
 }
 
-// server returns the server of uri: the one listing it, else the first
-// whose template matches it.
+// QuarantinedTemplate is a resource template the gateway does not serve:
+// it overlaps (some URI matches both) a template of another server's that
+// it served first, so a read of such a URI could not say which server it is
+// for. The other server keeps it, as a tool name that two servers offer
+// stays with the first.
+type QuarantinedTemplate struct {
+	Server   string `json:"server"`
+	Template string `json:"template"`
+	// Holder and HolderTemplate are the server that keeps the URIs and its
+	// template.
+	Holder         string `json:"holder"`
+	HolderTemplate string `json:"holderTemplate"`
+}
+
+// server returns the server of uri: the one listing it as a resource,
+// else the one whose template matches it (one at most: overlapping
+// templates are quarantined).
 func (r *routes) server(uri string) (string, bool) {
 	if s, ok := r.uris[uri]; ok {
 		return s, true
 	}
 	for _, t := range r.templates {
-		if t.tmpl != nil && t.tmpl.Regexp().MatchString(uri) {
+		if t.tmpl.Regexp().MatchString(uri) {
 			return t.server, true
 		}
 	}
 	return "", false
+}
+
+// holds reports whether srvName's template raw is served in r.
+func (r *routes) holds(srvName, raw string) bool {
+	for _, t := range r.templates {
+		if t.server == srvName && t.tmpl.Raw() == raw {
+			return true
+		}
+	}
+	return false
+}
+
+// overlap reports whether some URI matches both templates, as far as one
+// URI made of each (every expression replaced by "x") can tell: enough for
+// a catch-all ({+any}) over a server's own, or one template twice.
+func overlap(a, b *mcp.URITemplate) bool {
+	return a.Regexp().MatchString(sampleURI(b)) || b.Regexp().MatchString(sampleURI(a))
+}
+
+var expression = regexp.MustCompile(`\{[^}]*\}`)
+
+func sampleURI(t *mcp.URITemplate) string {
+	return expression.ReplaceAllString(t.Raw(), "x")
+}
+
+// literalPrefix is how much of t is fixed before its first expression: the
+// longer, the more specific.
+func literalPrefix(t *mcp.URITemplate) int {
+	if i := strings.IndexByte(t.Raw(), '{'); i >= 0 {
+		return i
+	}
+	return len(t.Raw())
 }
 
 // syncAll registers the whole View with the server: the tools (unless
@@ -154,14 +208,23 @@ func (g *Gateway) syncPrompts(v *snapshot.View) {
 }
 
 // syncResources registers every server's resources and resource
-// templates under their own URIs, and the routes resources/subscribe
-// takes. Two servers offering one URI: the first by name keeps it, and the
-// other is logged.
+// templates under their own URIs, and the routes that reads and
+// subscriptions take. Two servers offering one URI: the first by name
+// keeps it, and the other is logged. A template that overlaps another
+// server's is quarantined (see QuarantinedTemplate): the templates served
+// before keep theirs, then the more specific (the longer fixed start), then
+// the first by server name.
 func (g *Gateway) syncResources(v *snapshot.View) {
+	prev := g.routes.Load()
 	r := &routes{uris: map[string]string{}}
 	var resources []server.ServerResource
-	var templates []server.ServerResourceTemplate
-	seenTemplates := map[string]string{}
+	type candidate struct {
+		t      mcp.ResourceTemplate
+		server string
+		held   bool
+	}
+	var candidates []candidate
+	read := server.ResourceHandlerFunc(g.readResource)
 	for c := range v.Catalogs() { // sorted by server
 		srvName := c.Server()
 		for _, res := range c.Resources() {
@@ -172,28 +235,63 @@ func (g *Gateway) syncResources(v *snapshot.View) {
 			}
 			r.uris[res.URI] = srvName
 			res.Meta = withServer(res.Meta, srvName)
-			resources = append(resources, server.ServerResource{Resource: res, Handler: g.resourceHandler(srvName)})
+			resources = append(resources, server.ServerResource{Resource: res, Handler: read})
 		}
 		for _, t := range c.ResourceTemplates() {
 			if t.URITemplate == nil || t.URITemplate.Template == nil {
 				continue
 			}
-			raw := t.URITemplate.Raw()
-			if holder, dup := seenTemplates[raw]; dup {
-				g.log.Warn("mcpfleet: gateway: two servers offer one resource template; the first keeps it",
-					"template", raw, "server", srvName, "holder", holder)
-				continue
-			}
-			seenTemplates[raw] = srvName
-			r.templates = append(r.templates, templateRoute{tmpl: t.URITemplate, server: srvName})
-			t.Meta = withServer(t.Meta, srvName)
-			templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(g.resourceHandler(srvName))})
+			candidates = append(candidates, candidate{t, srvName, prev.holds(srvName, t.URITemplate.Raw())})
 		}
 	}
-	sort.SliceStable(r.templates, func(i, j int) bool { return r.templates[i].server < r.templates[j].server })
+	sort.SliceStable(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if a.held != b.held {
+			return a.held
+		}
+		if pa, pb := literalPrefix(a.t.URITemplate), literalPrefix(b.t.URITemplate); pa != pb {
+			return pa > pb
+		}
+		return a.server < b.server
+	})
+	var templates []server.ServerResourceTemplate
+	seen := map[string]bool{} // server + template: a server listing one twice
+	wasQuarantined := map[QuarantinedTemplate]bool{}
+	for _, q := range prev.quarantined {
+		wasQuarantined[q] = true
+	}
+next:
+	for _, c := range candidates {
+		raw := c.t.URITemplate.Raw()
+		if seen[c.server+"\x00"+raw] {
+			continue
+		}
+		for _, held := range r.templates {
+			if held.server != c.server && overlap(held.tmpl, c.t.URITemplate) {
+				q := QuarantinedTemplate{Server: c.server, Template: raw, Holder: held.server, HolderTemplate: held.tmpl.Raw()}
+				r.quarantined = append(r.quarantined, q)
+				if !wasQuarantined[q] {
+					g.log.Warn("mcpfleet: gateway: a resource template overlaps another server's; quarantined",
+						"server", q.Server, "template", q.Template, "holder", q.Holder, "holder_template", q.HolderTemplate)
+				}
+				continue next
+			}
+		}
+		seen[c.server+"\x00"+raw] = true
+		r.templates = append(r.templates, templateRoute{tmpl: c.t.URITemplate, server: c.server})
+		t := c.t
+		t.Meta = withServer(t.Meta, c.server)
+		templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(read)})
+	}
 	g.routes.Store(r)
 	g.srv.SetResources(resources...)
 	g.srv.SetResourceTemplates(templates...)
+}
+
+// QuarantinedTemplates returns the resource templates the gateway does not
+// serve because they overlap another server's (see QuarantinedTemplate).
+func (g *Gateway) QuarantinedTemplates() []QuarantinedTemplate {
+	return slices.Clone(g.routes.Load().quarantined)
 }
 
 // withServer returns meta with MetaServer set to srvName, leaving the
@@ -224,20 +322,23 @@ func (g *Gateway) promptHandler(srvName, name string) server.PromptHandlerFunc {
 	}
 }
 
-// resourceHandler reads a resource of srvName. A failure is a JSON-RPC
-// error, as for prompts.
-func (g *Gateway) resourceHandler(srvName string) server.ResourceHandlerFunc {
-	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		var res *mcp.ReadResourceResult
-		err := g.request(ctx, srvName, func(ctx context.Context) (err error) {
-			res, err = g.m.ReadResource(ctx, srvName, req.Params.URI)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return res.Contents, nil
+// readResource reads a resource from the server the gateway's routes give
+// its URI, whichever registration mcp-go found it by. A failure is a
+// JSON-RPC error, as for prompts.
+func (g *Gateway) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	srvName, err := g.resourceServer(req.Params.URI)
+	if err != nil {
+		return nil, err
 	}
+	var res *mcp.ReadResourceResult
+	err = g.request(ctx, srvName, func(ctx context.Context) (err error) {
+		res, err = g.m.ReadResource(ctx, srvName, req.Params.URI)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.Contents, nil
 }
 
 // resourceServer returns the server that offers uri.

@@ -68,13 +68,13 @@ func (n *notes) await(ctx context.Context) {
 type notesKey struct{}
 
 // notesOf returns the notes of the downstream request in ctx: its own, or,
-// over HTTP (remoteKey), its session's; nil over stdio, whose stream loses
+// over HTTP (a peer), its session's; nil over stdio, whose stream loses
 // nothing.
 func (g *Gateway) notesOf(ctx context.Context) *notes {
 	if n, ok := ctx.Value(notesKey{}).(*notes); ok {
 		return n
 	}
-	if ctx.Value(remoteKey{}) == nil {
+	if peerFrom(ctx) == nil {
 		return nil
 	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {

@@ -9,14 +9,40 @@ import (
 
 // Defaults of the gateway's options.
 const (
-	// DefaultSessionMaxInFlight is how many requests that go to a server
-	// (tools/call, prompts/get, resources/read) one downstream session may
-	// have in flight at once; more are refused with a JSON-RPC error.
-	DefaultSessionMaxInFlight = 64
-	// DefaultSessionRequestRate is how many requests a second one
-	// downstream session may send, in bursts of twice as many; more are
-	// refused with a JSON-RPC error.
-	DefaultSessionRequestRate = 200
+	// DefaultClientMaxInFlight is how many requests that go to a server
+	// (tools/call, prompts/get, resources/read) one downstream client may
+	// have in flight at once, all its sessions together; more are refused
+	// with a JSON-RPC error. A client is who the limits hold to: the token
+	// or client certificate it showed over HTTP, else its address; over
+	// stdio, the one client there is.
+	DefaultClientMaxInFlight = 64
+	// DefaultClientRequestRate is how many requests a second one
+	// downstream client may send, all its sessions together, in bursts of
+	// twice as many; more are refused (over HTTP with 429 and Retry-After).
+	DefaultClientRequestRate = 200
+	// DefaultSessionMaxInFlight is DefaultClientMaxInFlight.
+	//
+	// Deprecated: the limit holds per client; use DefaultClientMaxInFlight.
+	DefaultSessionMaxInFlight = DefaultClientMaxInFlight
+	// DefaultSessionRequestRate is DefaultClientRequestRate.
+	//
+	// Deprecated: the limit holds per client; use DefaultClientRequestRate.
+	DefaultSessionRequestRate = DefaultClientRequestRate
+	// DefaultMaxSessions is how many sessions the gateway holds at once,
+	// all clients together: MCP sessions over HTTP, and the 2026-07-28
+	// clients it tells apart (see WithSessionCaps).
+	DefaultMaxSessions = 1024
+	// DefaultMaxClientSessions is how many sessions one client may hold at
+	// once (see WithSessionCaps).
+	DefaultMaxClientSessions = 64
+	// DefaultSessionOpenRate is how many MCP sessions a second one client
+	// may open over HTTP, in bursts of ten times as many (see
+	// WithSessionCaps).
+	DefaultSessionOpenRate = 2
+	// DefaultSessionReclaimAfter is how long an MCP session must have been
+	// idle (no request, no stream open, nothing in flight) before the
+	// gateway may end it to make room for a new one at a cap.
+	DefaultSessionReclaimAfter = time.Minute
 	// DefaultInputTimeout is how long a call whose server asked the
 	// downstream client something (sampling, elicitation, roots) on the
 	// 2026-07-28 protocol waits for the client to send the answer back
@@ -31,27 +57,33 @@ const (
 type Option func(*options)
 
 type options struct {
-	name, version string
-	logger        *slog.Logger
-	toolSearch    bool
-	maxInFlight   int
-	requestRate   float64
-	maxMessage    int64
-	inputTimeout  time.Duration
-	forwarder     *Forwarder
-	instructions  string
-	startupWait   time.Duration
+	name, version     string
+	logger            *slog.Logger
+	toolSearch        bool
+	maxInFlight       int
+	requestRate       float64
+	maxSessions       int
+	maxClientSessions int
+	sessionOpenRate   float64
+	maxMessage        int64
+	inputTimeout      time.Duration
+	forwarder         *Forwarder
+	instructions      string
+	startupWait       time.Duration
 }
 
 func defaultOptions() options {
 	return options{
-		name:         DefaultName,
-		version:      "dev",
-		logger:       slog.New(slog.DiscardHandler),
-		maxInFlight:  DefaultSessionMaxInFlight,
-		requestRate:  DefaultSessionRequestRate,
-		maxMessage:   client.DefaultMaxMessageBytes,
-		inputTimeout: DefaultInputTimeout,
+		name:              DefaultName,
+		version:           "dev",
+		logger:            slog.New(slog.DiscardHandler),
+		maxInFlight:       DefaultClientMaxInFlight,
+		requestRate:       DefaultClientRequestRate,
+		maxSessions:       DefaultMaxSessions,
+		maxClientSessions: DefaultMaxClientSessions,
+		sessionOpenRate:   DefaultSessionOpenRate,
+		maxMessage:        client.DefaultMaxMessageBytes,
+		inputTimeout:      DefaultInputTimeout,
 	}
 }
 
@@ -91,19 +123,51 @@ func WithToolSearch() Option {
 	return func(o *options) { o.toolSearch = true }
 }
 
-// WithSessionLimits bounds what one downstream session may cost the fleet:
-// maxInFlight requests that go to a server at once, and rate requests a
-// second (bursts of twice as many). Over either, the request gets a
-// JSON-RPC error naming the limit and the session goes on. Zero keeps a
-// default (DefaultSessionMaxInFlight, DefaultSessionRequestRate), a
-// negative value turns the limit off.
-func WithSessionLimits(maxInFlight int, rate float64) Option {
+// WithClientLimits bounds what one downstream client may cost the fleet,
+// all its sessions together: maxInFlight requests that go to a server at
+// once, and rate requests a second (bursts of twice as many). Over either,
+// the request is refused (a JSON-RPC error naming the limit; over HTTP, a
+// request over the rate gets 429 with Retry-After) and the client goes on.
+// Zero keeps a default (DefaultClientMaxInFlight, DefaultClientRequestRate),
+// a negative value turns the limit off.
+func WithClientLimits(maxInFlight int, rate float64) Option {
 	return func(o *options) {
 		if maxInFlight != 0 {
 			o.maxInFlight = maxInFlight
 		}
 		if rate != 0 {
 			o.requestRate = rate
+		}
+	}
+}
+
+// WithSessionLimits is WithClientLimits.
+//
+// Deprecated: the limits hold per client, a client's sessions together;
+// use WithClientLimits.
+func WithSessionLimits(maxInFlight int, rate float64) Option {
+	return WithClientLimits(maxInFlight, rate)
+}
+
+// WithSessionCaps bounds the sessions the gateway holds: max of them at
+// once, perClient of one client's, and openRate new MCP sessions a second
+// of one client's over HTTP (bursts of ten times as many). At a cap, a
+// session idle for DefaultSessionReclaimAfter (a 2026-07-28 client's: with
+// nothing in flight) is ended to make room, least recently used first; its
+// client is told the session is unknown and opens another. Without one, a
+// new session is refused with 429 and Retry-After. Zero keeps a default
+// (DefaultMaxSessions, DefaultMaxClientSessions, DefaultSessionOpenRate),
+// a negative value turns the cap off.
+func WithSessionCaps(max, perClient int, openRate float64) Option {
+	return func(o *options) {
+		if max != 0 {
+			o.maxSessions = max
+		}
+		if perClient != 0 {
+			o.maxClientSessions = perClient
+		}
+		if openRate != 0 {
+			o.sessionOpenRate = openRate
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -38,6 +39,10 @@ type ServerReport struct {
 	AuthorizationURL string    `json:"authorizationUrl,omitempty"`
 	IdleTimeout      string    `json:"idleTimeout,omitempty"`
 	IdleSince        time.Time `json:"idleSince,omitzero"`
+	// QuarantinedTemplates are the server's resource templates a gateway
+	// does not serve, each with the other server's that it overlaps: "T
+	// (overlaps H's U)". Only a running serve reports them.
+	QuarantinedTemplates []string `json:"quarantinedTemplates,omitempty"`
 }
 
 // Reports returns a report per server of m, sorted by name.
@@ -79,6 +84,19 @@ func MakeReports(statuses []client.ServerStatus, stats client.Stats) []ServerRep
 		out[i] = r
 	}
 	return out
+}
+
+// addQuarantined adds the quarantined templates to the reports of their
+// servers.
+func addQuarantined(reports []ServerReport, qs []QuarantinedTemplate) {
+	for _, q := range qs {
+		for i := range reports {
+			if reports[i].Name == q.Server {
+				reports[i].QuarantinedTemplates = append(reports[i].QuarantinedTemplates,
+					fmt.Sprintf("%s (overlaps %s's %s)", q.Template, q.Holder, q.HolderTemplate))
+			}
+		}
+	}
 }
 
 // ToolReport is one tool of the catalog, as `tools` lists it.

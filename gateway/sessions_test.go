@@ -3,7 +3,10 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -217,14 +220,15 @@ func mustRecv(t testing.TB, ch <-chan string, want string) {
 	}
 }
 
-// TestSessionLimits: a session over its limit of requests in flight, or of
-// requests a second, gets a JSON-RPC error that names the limit, and goes
-// on; another session is not held back by it.
-func TestSessionLimits(t *testing.T) {
+// TestClientLimits: a client over its limit of requests in flight, or of
+// requests a second, gets an error that names the limit, and goes on. The
+// limits hold for the client, all its sessions together: a new session
+// gains it nothing.
+func TestClientLimits(t *testing.T) {
 	up := upstream.New("a")
 	t.Run("in flight", func(t *testing.T) {
 		f := newFleet(t, map[string]client.ServerSpec{"a": {Dialer: client.InProcess(up.MCPServer)}},
-			gateway.WithSessionLimits(1, -1))
+			gateway.WithClientLimits(1, -1))
 		url := f.serveHTTP(t, gateway.HTTPOptions{})
 		c := dial(t, url, "2025-11-25")
 		ctx, cancel := context.WithCancel(testCtx(t))
@@ -238,31 +242,102 @@ func TestSessionLimits(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "limit of 1 requests in flight") {
 			t.Fatalf("a second call in flight: %v", err)
 		}
-		other := dial(t, url, "2025-11-25")
-		if got := mustCall(t, other, "a__echo", map[string]any{"text": "other"}); got != "other" {
-			t.Fatal(got)
+		other := dial(t, url, "2025-11-25") // the same client: its sessions share the limit
+		if _, _, err := callText(testCtx(t), other, "a__echo", map[string]any{"text": "other"}); err == nil ||
+			!strings.Contains(err.Error(), "limit of 1 requests in flight") {
+			t.Fatalf("a call of the client's second session: %v", err)
 		}
 		cancel()
 		mustRecv(t, up.Cancelled, "limit")
 		<-done
-		if got := mustCall(t, c, "a__echo", map[string]any{"text": "again"}); got != "again" {
-			t.Fatal(got)
+		// The client's cancellation reaches the gateway when it sees the
+		// request's connection close, and the call gives its place back
+		// once its upstream call returned: both after the client's own
+		// call returned, so the next call may still find the place taken
+		// for a moment. It is given back: a client that retries gets in.
+		for {
+			text, _, err := callText(testCtx(t), c, "a__echo", map[string]any{"text": "again"})
+			if err == nil {
+				if text != "again" {
+					t.Fatal(text)
+				}
+				break
+			}
+			if !strings.Contains(err.Error(), "limit of 1 requests in flight") {
+				t.Fatalf("after the cancelled call ended: %v", err)
+			}
+		}
+	})
+	t.Run("sequential", func(t *testing.T) {
+		// A call gives its place back before its answer is written: a
+		// client that calls again once answered is never refused.
+		f := newFleet(t, map[string]client.ServerSpec{"a": {Dialer: client.InProcess(up.MCPServer)}},
+			gateway.WithClientLimits(1, -1))
+		url := f.serveHTTP(t, gateway.HTTPOptions{})
+		for _, p := range protocols {
+			c := dial(t, url, p.version)
+			for i := range 50 {
+				if got := mustCall(t, c, "a__echo", map[string]any{"text": strconv.Itoa(i)}); got != strconv.Itoa(i) {
+					t.Fatalf("%s: %q", p.name, got)
+				}
+			}
 		}
 	})
 	t.Run("rate", func(t *testing.T) {
-		// A burst of one: the session's initialize takes it, and its next
-		// request comes long before the next token.
+		// A burst of one, and the next token a thousand seconds later:
+		// of the client's requests, whatever its sessions, one passes.
 		f := newFleet(t, map[string]client.ServerSpec{"a": {Dialer: client.InProcess(up.MCPServer)}},
-			gateway.WithSessionLimits(-1, 0.001))
+			gateway.WithClientLimits(-1, 0.001))
 		url := f.serveHTTP(t, gateway.HTTPOptions{})
-		c := dial(t, url, "2025-11-25")
-		_, err := c.ListTools(testCtx(t), mcp.ListToolsRequest{})
-		if err == nil || !strings.Contains(err.Error(), "over the session's request rate") {
-			t.Fatalf("a request over the rate: %v", err)
+		passed := 0
+		for range 20 { // 20 fresh sessions, each with a request of its own
+			resp := post(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			if resp.StatusCode == http.StatusOK {
+				passed++
+				id := resp.Header.Get("Mcp-Session-Id")
+				if resp := post(t, url, id, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode == http.StatusOK {
+					passed++
+				}
+				continue
+			}
+			if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+				!strings.Contains(resp.body, "over the client's request rate") {
+				t.Fatalf("a request over the rate: %d %q %q", resp.StatusCode, resp.Header.Get("Retry-After"), resp.body)
+			}
 		}
-		other := dial(t, url, "2025-11-25") // a session of its own, with its own budget
-		_ = other
+		if passed != 1 {
+			t.Fatalf("%d requests of one client passed a rate with a burst of 1", passed)
+		}
 	})
+}
+
+// response is an HTTP response with its body read.
+type response struct {
+	*http.Response
+	body string
+}
+
+// post sends a JSON-RPC message of the protocol before 2026-07-28 to url,
+// in session id ("" for none).
+func post(t testing.TB, url, id, body string) response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{resp, string(b)}
 }
 
 // TestLogsForwarded: a server's log messages reach a session that asked

@@ -3,11 +3,14 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/filetrust"
 )
 
 // DefaultWatchInterval is how often a ConfigWatcher looks at its file.
@@ -62,9 +65,60 @@ type fileState struct {
 	hash [sha256.Size]byte
 }
 
-// NewConfigWatcher reads and parses the config file at path, and returns
-// a watcher that will look for changes made after this read, with the
-// config it read (for the first Apply, which is the caller's).
+// ErrUntrustedConfig is the error of a config file that another user could
+// have written (see LoadConfig).
+var ErrUntrustedConfig = errors.New("mcpfleet: config: untrusted file")
+
+// LoadConfig is client.LoadConfig for a config whose commands are going to
+// be run. On Unix it refuses a file that is not this user's, or that group
+// or others can write: whoever can write the file chooses the commands the
+// fleet runs, with this user's credentials. The error wraps
+// ErrUntrustedConfig, names the file and says what to do. A file replaced
+// while it was read is refused too; keep the file in a directory only you
+// can write, so that it cannot be replaced at all.
+func LoadConfig(path string, opts ...client.ConfigOption) (*client.Config, error) {
+	before, err := trustedConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := client.LoadConfig(path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	after, err := trustedConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if !os.SameFile(before, after) || !before.ModTime().Equal(after.ModTime()) || before.Size() != after.Size() {
+		return nil, fmt.Errorf("%w: %s was replaced while it was read; try again", ErrUntrustedConfig, path)
+	}
+	return cfg, nil
+}
+
+// trustedConfig returns the FileInfo of the config file at path, or the
+// error that refuses it.
+func trustedConfig(path string) (os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("mcpfleet: config: %w", err)
+	}
+	switch why := filetrust.Untrusted(fi); why {
+	case "":
+		return fi, nil
+	case "writable by other users":
+		return nil, fmt.Errorf("%w: %s is writable by other users (mode %#o), who could make mcpfleet run any command: run chmod go-w %s",
+			ErrUntrustedConfig, path, fi.Mode().Perm(), path)
+	default:
+		return nil, fmt.Errorf("%w: %s is %s, who could make mcpfleet run any command as you: copy it to a file of your own, check the commands it runs, and use that",
+			ErrUntrustedConfig, path, why)
+	}
+}
+
+// NewConfigWatcher reads and parses the config file at path (refusing one
+// another user could have written, as LoadConfig does, then and at every
+// change), and returns a watcher that will look for changes made after
+// this read, with the config it read (for the first Apply, which is the
+// caller's).
 func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Config, error) {
 	if o.Interval <= 0 {
 		o.Interval = DefaultWatchInterval
@@ -80,7 +134,7 @@ func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Conf
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := client.LoadConfig(path, o.ConfigOptions...)
+	cfg, err := LoadConfig(path, o.ConfigOptions...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +196,7 @@ func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
 		return
 	}
 	w.last = st
-	cfg, err := client.LoadConfig(w.path, w.o.ConfigOptions...)
+	cfg, err := LoadConfig(w.path, w.o.ConfigOptions...)
 	if err != nil {
 		w.log.Error("mcpfleet: config: the changed file was not applied; keeping the running fleet", "err", err)
 		w.report(client.ApplyResult{}, err)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -131,5 +133,64 @@ func TestConfigWatcher(t *testing.T) {
 	writeConfig(t, path, map[string]any{"two": faultEntry()})
 	if a := next(); a.err != nil || !slices.Equal(a.res.Removed, []string{"one"}) {
 		t.Fatalf("removing one: %+v", a)
+	}
+}
+
+// TestConfigWatcherRefusesUntrustedFile: a config file others can write
+// is refused at the start, and a change that makes it so is not applied:
+// whoever can write it chooses the commands the fleet runs.
+func TestConfigWatcherRefusesUntrustedFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the directory's access control decides on Windows")
+	}
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, map[string]any{"one": faultEntry()})
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gateway.NewConfigWatcher(path, gateway.WatchOptions{}); !errors.Is(err, gateway.ErrUntrustedConfig) ||
+		!strings.Contains(err.Error(), "run chmod go-w "+path) {
+		t.Fatalf("a config others can write: %v", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 8)
+	w, _, err := gateway.NewConfigWatcher(path, gateway.WatchOptions{Interval: 5 * time.Millisecond,
+		Applied: func(_ client.ApplyResult, err error) { got <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := client.New()
+	defer m.Close()
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(wctx, m)
+	}()
+	defer func() { stop(); <-done }()
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"two": faultEntry()}})
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, 0o646); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, gateway.ErrUntrustedConfig) {
+			t.Fatalf("a change others could have written: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the change was never looked at")
+	}
+	if st := m.Statuses(); len(st) != 0 {
+		t.Fatalf("applied: %v", st)
 	}
 }

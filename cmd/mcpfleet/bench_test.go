@@ -42,6 +42,7 @@ func BenchmarkServeReady(b *testing.B) {
 	}
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	<-s.done
+	benchToken = s.token // the serves that follow keep it
 
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
@@ -81,6 +82,9 @@ func BenchmarkServeReady(b *testing.B) {
 	}
 }
 
+// benchToken is the token of BenchmarkServeReady's serves.
+var benchToken string
+
 // benchClient keeps no connection: each serve of the benchmark is a new
 // process, and one it keeps would outlive it.
 var benchClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -96,6 +100,7 @@ func benchPost(b *testing.B, url, session, body string) *http.Response {
 		req.Header.Set("Mcp-Session-Id", session)
 		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	}
+	req.Header.Set("Authorization", "Bearer "+benchToken)
 	resp, err := benchClient.Do(req)
 	if err != nil {
 		b.Fatalf("%s: %v", url, err)

@@ -351,7 +351,8 @@ func newMCPGoDownstream(t *testing.T, c *cli, tr string) downstream {
 		}
 	} else {
 		s := c.startServe()
-		tp, err := transport.NewStreamableHTTP(s.url, transport.WithLogger(slog.New(slog.DiscardHandler)))
+		tp, err := transport.NewStreamableHTTP(s.url, transport.WithLogger(slog.New(slog.DiscardHandler)),
+			transport.WithHTTPHeaders(map[string]string{"Authorization": s.authHeader()}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,7 +431,8 @@ func newTSDownstream(t *testing.T, c *cli, tr string) downstream {
 	if tr == "stdio" {
 		tc = tsclient.StartStdio(t, c.env(), os.Args[0], "serve", "--stdio", "--config", c.config)
 	} else {
-		tc = tsclient.StartHTTP(t, c.startServe().url)
+		s := c.startServe()
+		tc = tsclient.StartHTTPWithToken(t, s.url, s.token)
 	}
 	d := &tsDownstream{c: tc, changed: make(chan struct{}, 64)}
 	go func() {
@@ -471,7 +473,8 @@ func newInspectorDownstream(t *testing.T, c *cli, tr string) downstream {
 		d.target = []string{os.Args[0], "serve"}
 		d.env = append(c.env(), "MCPFLEET_CONFIG="+c.config)
 	} else {
-		d.target = []string{c.startServe().url}
+		s := c.startServe()
+		d.target = []string{s.url, "--header", "Authorization: " + s.authHeader()}
 	}
 	return d
 }

@@ -67,15 +67,18 @@ func writeStatus(w io.Writer, reports []gateway.ServerReport, now time.Time) {
 		if r.Cached {
 			state += " (cached)"
 		}
-		t.Row(r.Name, state, strconv.FormatUint(r.Generation, 10), strconv.Itoa(r.Tools), strconv.FormatUint(r.Requests, 10),
+		t.Row(termSafe(r.Name, false), state, strconv.FormatUint(r.Generation, 10), strconv.Itoa(r.Tools), strconv.FormatUint(r.Requests, 10),
 			strconv.FormatUint(r.Failed, 10), strconv.FormatUint(r.Reconnects, 10), retry)
 		switch {
 		case r.AuthorizationURL != "":
-			t.Note("  authorize: mcpfleet auth " + r.Name)
+			t.Note("  authorize: mcpfleet auth " + termSafe(r.Name, false))
 		case r.LastError != "":
-			t.Note("  last error: " + firstLine(r.LastError))
+			t.Note("  last error: " + termSafe(firstLine(r.LastError), false))
 		case r.CatalogError != "":
-			t.Note("  catalog error: " + firstLine(r.CatalogError))
+			t.Note("  catalog error: " + termSafe(firstLine(r.CatalogError), false))
+		}
+		for _, q := range r.QuarantinedTemplates {
+			t.Note("  quarantined resource template: " + termSafe(q, false))
 		}
 	}
 	t.Write(w)
@@ -86,10 +89,15 @@ func firstLine(s string) string {
 	return s
 }
 
+// printJSON prints v as indented JSON, with what a terminal would act on
+// escaped (see jsonSafe).
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(jsonSafe(b), '\n'))
+	return err
 }
 
 func cmdTools(ctx context.Context, args []string, e *env) error {
@@ -113,13 +121,20 @@ func cmdTools(ctx context.Context, args []string, e *env) error {
 	if c.json {
 		return printJSON(e.stdout, map[string]any{"tools": tools})
 	}
+	writeTools(e.stdout, tools, query)
+	return nil
+}
+
+// writeTools prints one row per tool: its name, "ro" if it is read-only,
+// and the first line of its description.
+func writeTools(w io.Writer, tools []gateway.ToolReport, query string) {
 	if len(tools) == 0 {
 		if query != "" {
-			fmt.Fprintf(e.stdout, "no tool matches %q\n", query)
+			fmt.Fprintf(w, "no tool matches %q\n", query)
 		} else {
-			fmt.Fprintln(e.stdout, "no tools")
+			fmt.Fprintln(w, "no tools")
 		}
-		return nil
+		return
 	}
 	t := texttable.Table{Shrink: []texttable.Shrink{{Col: 2, Min: 30}, {Col: 0, Min: 20}}}
 	t.Row("TOOL", "", "DESCRIPTION")
@@ -128,10 +143,9 @@ func cmdTools(ctx context.Context, args []string, e *env) error {
 		if tr.ReadOnly {
 			mark = "ro"
 		}
-		t.Row(tr.Name, mark, firstLine(tr.Description))
+		t.Row(termSafe(tr.Name, false), mark, termSafe(firstLine(tr.Description), false))
 	}
-	t.Write(e.stdout)
-	return nil
+	t.Write(w)
 }
 
 func cmdCall(ctx context.Context, args []string, e *env) error {
@@ -197,40 +211,42 @@ func progressText(r gateway.ProgressReport) string {
 		s += "/" + strconv.FormatFloat(r.Total, 'f', -1, 64)
 	}
 	if r.Message != "" {
-		s += " " + r.Message
+		s += " " + termSafe(r.Message, false)
 	}
 	return s
 }
 
 // writeResult prints a tool's result: its text, and a line for each piece
-// that is not text; the structured content if there is nothing else.
+// that is not text; the structured content if there is nothing else. What
+// the server wrote is shown with what a terminal would act on escaped
+// (termSafe); its lines and tabs are kept.
 func writeResult(w io.Writer, res *mcp.CallToolResult) {
 	printed := false
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case mcp.TextContent:
-			fmt.Fprintln(w, c.Text)
+			fmt.Fprintln(w, termSafe(c.Text, true))
 		case mcp.ImageContent:
-			fmt.Fprintf(w, "[image %s, %d base64 bytes]\n", c.MIMEType, len(c.Data))
+			fmt.Fprintf(w, "[image %s, %d base64 bytes]\n", termSafe(c.MIMEType, false), len(c.Data))
 		case mcp.AudioContent:
-			fmt.Fprintf(w, "[audio %s, %d base64 bytes]\n", c.MIMEType, len(c.Data))
+			fmt.Fprintf(w, "[audio %s, %d base64 bytes]\n", termSafe(c.MIMEType, false), len(c.Data))
 		case mcp.ResourceLink:
-			fmt.Fprintf(w, "[resource link %s]\n", c.URI)
+			fmt.Fprintf(w, "[resource link %s]\n", termSafe(c.URI, false))
 		case mcp.EmbeddedResource:
 			if t, ok := c.Resource.(mcp.TextResourceContents); ok {
-				fmt.Fprintf(w, "[resource %s]\n%s\n", t.URI, t.Text)
+				fmt.Fprintf(w, "[resource %s]\n%s\n", termSafe(t.URI, false), termSafe(t.Text, true))
 			} else {
 				fmt.Fprintln(w, "[embedded resource]")
 			}
 		default:
 			b, _ := json.Marshal(c)
-			fmt.Fprintln(w, string(b))
+			fmt.Fprintln(w, string(jsonSafe(b)))
 		}
 		printed = true
 	}
 	if !printed && res.StructuredContent != nil {
 		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
-		fmt.Fprintln(w, string(b))
+		fmt.Fprintln(w, string(jsonSafe(b)))
 	}
 }
 
@@ -272,7 +288,7 @@ func cmdAuth(ctx context.Context, args []string, e *env) error {
 	p := newProgress(e.stderr, e.tty)
 	defer p.end()
 	err = f.auth(ctx, server, func(url string) error {
-		fmt.Fprintf(e.stderr, "To authorize %s, open:\n  %s\n", server, url)
+		fmt.Fprintf(e.stderr, "To authorize %s, open:\n  %s\n", termSafe(server, false), termSafe(url, false))
 		if !*noBrowser {
 			if err := openBrowser(url); err != nil {
 				fmt.Fprintf(e.stderr, "(could not open a browser: %v)\n", err)
@@ -310,7 +326,7 @@ func cmdWatch(ctx context.Context, args []string, e *env) error {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(e.stdout, string(b))
+			_, err = fmt.Fprintln(e.stdout, string(jsonSafe(b)))
 			return err
 		}
 		switch {
@@ -320,7 +336,7 @@ func cmdWatch(ctx context.Context, args []string, e *env) error {
 			_, err := fmt.Fprintln(e.stdout, eventLine(*l.Event))
 			return err
 		case l.Error != "":
-			return errors.New(l.Error)
+			return errors.New(l.Error) // printed escaped, as every error is (run)
 		}
 		return nil
 	})
@@ -386,5 +402,7 @@ func eventLine(r gateway.EventReport) string {
 	if r.Dropped > 0 {
 		fmt.Fprintf(&b, " [%s lost before]", texttable.Plural(int(r.Dropped), "event", "events"))
 	}
-	return texttable.Cut(b.String(), texttable.Width)
+	// Names, log messages and errors are the servers' words: shown, not
+	// obeyed, on one line.
+	return texttable.Cut(termSafe(b.String(), false), texttable.Width)
 }

@@ -161,17 +161,28 @@ func TestToolsAndCall(t *testing.T) {
 }
 
 // TestServeRefusesInsecureSetups: serve will not listen beyond loopback
-// without authentication, nor read a token file others can read, and says
-// what to do.
+// without authentication, nor send a token there over plain HTTP, nor read
+// a token file others can read, and says what to do.
 func TestServeRefusesInsecureSetups(t *testing.T) {
 	c := newCLI(t)
 	c.writeConfig(map[string]any{})
-	code, _, errOut := c.run("serve", "--http", "0.0.0.0:0")
-	if code != exitError || !strings.Contains(errOut, "require a bearer token or client certificates, or bind 127.0.0.1") {
+	code, _, errOut := c.run("serve", "--http", "0.0.0.0:0", "--no-auth")
+	if code != exitError || !strings.Contains(errOut, "require a bearer token or client certificates, or bind 127.0.0.1") ||
+		!strings.Contains(errOut, "drop --no-auth") {
 		t.Fatalf("0.0.0.0 without a token: %d %q", code, errOut)
 	}
 	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("t0ken\n"), 0o644); err != nil {
+	if err := os.WriteFile(token, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"serve", "--http", "0.0.0.0:0"}, {"serve", "--http", "0.0.0.0:0", "--token", token}} {
+		code, _, errOut = c.run(args...)
+		if code != exitError || !strings.Contains(errOut, "the token would cross the network in clear") ||
+			!strings.Contains(errOut, "--tls-cert FILE --tls-key FILE; or, at your own risk, --insecure-http") {
+			t.Fatalf("%v over plain HTTP: %d %q", args, code, errOut)
+		}
+	}
+	if err := os.Chmod(token, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut = c.run("serve", "--http", "127.0.0.1:0", "--token", token)
@@ -183,6 +194,9 @@ func TestServeRefusesInsecureSetups(t *testing.T) {
 	}
 	if code, _, errOut = c.run("serve", "--client-ca", "ca.pem", "--http", "127.0.0.1:0"); code != exitUsage {
 		t.Fatalf("--client-ca without a certificate: %d %q", code, errOut)
+	}
+	if code, _, errOut = c.run("serve", "--no-auth", "--token", token, "--http", "127.0.0.1:0"); code != exitUsage {
+		t.Fatalf("--no-auth with --token: %d %q", code, errOut)
 	}
 }
 

@@ -38,12 +38,20 @@ type fleet interface {
 // openFleet returns the running serve of the config if one answers (unless
 // direct), else a fleet made from the config file.
 func openFleet(ctx context.Context, e *env, config string, direct bool) (fleet, error) {
+	config, err := configPath(config)
+	if err != nil {
+		return nil, err
+	}
 	paths, err := pathsFor(config)
 	if err != nil {
 		return nil, err
 	}
 	if !direct {
-		if af, err := readAdminFile(paths.admin); err == nil {
+		af, err := readAdminFile(paths.admin)
+		if err != nil && !isNotExist(err) {
+			fmt.Fprintf(e.stderr, "mcpfleet: ignoring a serve's admin file: %v; using the config file\n", err)
+		}
+		if err == nil {
 			// A command makes a request or two: no connection is kept.
 			r := &remoteFleet{base: "http://" + af.Addr, token: af.Token,
 				hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
@@ -73,7 +81,7 @@ type localFleet struct {
 const settleTimeout = 15 * time.Second
 
 func openLocal(ctx context.Context, e *env, config string, paths statePaths) (*localFleet, error) {
-	cfg, err := client.LoadConfig(config)
+	cfg, err := gateway.LoadConfig(config)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +171,7 @@ func (l *localFleet) unready() {
 		if st.LastError != nil {
 			line += ": " + st.LastError.Error()
 		}
-		fmt.Fprintln(l.e.stderr, line)
+		fmt.Fprintln(l.e.stderr, termSafe(line, true))
 	}
 }
 

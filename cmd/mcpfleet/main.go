@@ -1,7 +1,7 @@
 // Command mcpfleet serves a fleet of MCP servers as one MCP server, and
 // tells a person what the fleet is doing.
 //
-//	mcpfleet serve  --config FILE [--stdio | --http ADDR] [--tool-search] ...
+//	mcpfleet serve  [--config FILE] [--stdio | --http ADDR] [--tool-search] ...
 //	mcpfleet status [--config FILE] [--json]
 //	mcpfleet tools  [QUERY] [--config FILE] [--json]
 //	mcpfleet call   SERVER/TOOL|SERVER__TOOL ['JSON'] [--config FILE] [--json]
@@ -9,7 +9,11 @@
 //	mcpfleet watch  [--config FILE] [--json]
 //
 // The config file is the one Claude Desktop, Claude Code, Cursor, Gemini
-// CLI or VS Code reads (mcp.json by default). serve runs the fleet for an
+// CLI or VS Code reads: --config FILE, else $MCPFLEET_CONFIG, else
+// mcp.json in mcpfleet's directory of the user's config directory
+// (os.UserConfigDir); never the current directory's, whose commands
+// anyone who wrote the directory chose. A file that is not the user's, or
+// that others can write, is refused. serve runs the fleet for an
 // MCP host: a host that starts it as its one stdio server (or connects to
 // --http) gets every server of the file behind it, reconnected when they
 // crash, with their tools under qualified names. The other commands talk
@@ -29,6 +33,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -63,16 +68,24 @@ func newEnv(stdin io.Reader, stdout, stderr io.Writer, tty bool) *env {
 const usage = `mcpfleet: many MCP servers as one, kept connected
 
 usage:
-  mcpfleet serve  --config FILE [--stdio | --http ADDR]   serve the fleet as one MCP server
+  mcpfleet serve  [--config FILE] [--stdio | --http ADDR] serve the fleet as one MCP server
   mcpfleet status [--config FILE] [--json]                every server's state
   mcpfleet tools  [QUERY] [--config FILE] [--json]        the tools, or the best matches of QUERY
   mcpfleet call   TOOL ['JSON'] [--config FILE] [--json]  call SERVER/TOOL or SERVER__TOOL
   mcpfleet auth   SERVER [--config FILE]                  authorize an OAuth server in a browser
   mcpfleet watch  [--config FILE] [--json]                events as they happen
 
-The config file (default mcp.json, or $MCPFLEET_CONFIG) is the mcpServers file of
-Claude Desktop, Claude Code, Cursor or Gemini CLI, or VS Code's mcp.json. The
-commands other than serve use the serve of the same file if one runs.
+The config file is the mcpServers file of Claude Desktop, Claude Code, Cursor or
+Gemini CLI, or VS Code's mcp.json. It is --config FILE, else $MCPFLEET_CONFIG,
+else your own:
+  %s
+mcpfleet runs the commands the file names, so it never reads one from the
+current directory, and refuses a file that is not yours or that others can
+write. The commands other than serve use the serve of the same file if one runs.
+
+serve --http asks every client for a bearer token: one is made at the first
+serve, kept in a file only you can read, and printed for your client's config;
+--no-auth serves without it (any local user could then use your servers).
 Run mcpfleet COMMAND -h for a command's flags.
 `
 
@@ -86,7 +99,7 @@ const (
 // run runs the command of args and returns its exit code.
 func run(ctx context.Context, args []string, e *env) int {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, usage)
+		fmt.Fprint(e.stderr, usageText())
 		return exitUsage
 	}
 	cmds := map[string]func(context.Context, []string, *env) error{
@@ -95,10 +108,10 @@ func run(ctx context.Context, args []string, e *env) int {
 	cmd, ok := cmds[args[0]]
 	if !ok {
 		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprint(e.stdout, usage)
+			fmt.Fprint(e.stdout, usageText())
 			return exitOK
 		}
-		fmt.Fprintf(e.stderr, "mcpfleet: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(e.stderr, "mcpfleet: unknown command %q\n\n%s", args[0], usageText())
 		return exitUsage
 	}
 	err := cmd(ctx, args[1:], e)
@@ -117,7 +130,8 @@ func run(ctx context.Context, args []string, e *env) int {
 		return exitError
 	}
 	// One prefix: the command's, in place of the library's.
-	fmt.Fprintf(e.stderr, "mcpfleet %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "mcpfleet: "))
+	// Errors may quote what a server said: shown, not obeyed (termSafe).
+	fmt.Fprintf(e.stderr, "mcpfleet %s: %s\n", args[0], termSafe(strings.TrimPrefix(err.Error(), "mcpfleet: "), true))
 	return exitError
 }
 
@@ -147,7 +161,7 @@ func newFlags(name string, e *env, c *commonFlags, synopsis string) *flag.FlagSe
 		fmt.Fprintf(e.stderr, "usage: mcpfleet %s %s\n\n", name, synopsis)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.config, "config", defaultConfig(), "the config `file`")
+	fs.StringVar(&c.config, "config", "", "the config `file` (default $MCPFLEET_CONFIG, else "+userConfigShown()+"; never the current directory's)")
 	if name != "serve" {
 		fs.BoolVar(&c.direct, "direct", false, "start the config's servers here even if a serve of it runs")
 		fs.BoolVar(&c.json, "json", false, "print JSON, for programs")
@@ -155,12 +169,54 @@ func newFlags(name string, e *env, c *commonFlags, synopsis string) *flag.FlagSe
 	return fs
 }
 
-// defaultConfig is the config file when --config is not given.
-func defaultConfig() string {
-	if p := os.Getenv("MCPFLEET_CONFIG"); p != "" {
+// usageText is the usage, with the user's config file spelled out.
+func usageText() string { return fmt.Sprintf(usage, userConfigShown()) }
+
+// envConfig names the config file when --config is not given.
+const envConfig = "MCPFLEET_CONFIG"
+
+// userConfig is the config file of the user's own: mcpfleet/mcp.json in
+// the user's config directory.
+func userConfig() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "mcpfleet", "mcp.json"), nil
+}
+
+// userConfigShown is userConfig for the usage.
+func userConfigShown() string {
+	if p, err := userConfig(); err == nil {
 		return p
 	}
-	return "mcp.json"
+	return "the user's config directory is unknown"
+}
+
+// errNoConfig is the error of a command that was given no config file.
+var errNoConfig = errors.New("no config file")
+
+// configPath returns the config file: flag (--config), else
+// $MCPFLEET_CONFIG, else the user's own if it exists. Never a file of the
+// current directory unless named: any directory's mcp.json would make
+// mcpfleet run the commands whoever wrote it chose.
+func configPath(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if p := os.Getenv(envConfig); p != "" {
+		return p, nil
+	}
+	p, err := userConfig()
+	if err != nil {
+		return "", fmt.Errorf("%w: give --config FILE or set %s=FILE (%v)", errNoConfig, envConfig, err)
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: give --config FILE, set %s=FILE, or write your servers to %s "+
+		"(mcpfleet no longer reads mcp.json from the current directory: it runs the commands a config names)",
+		errNoConfig, envConfig, p)
 }
 
 // parse parses args into fs, allowing flags after the positional

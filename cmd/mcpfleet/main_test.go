@@ -96,9 +96,12 @@ func (c *cli) env() []string {
 
 // serveProc is a `mcpfleet serve --http` in a process of its own.
 type serveProc struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
+	cmd *exec.Cmd
+	url string
+	// token is the bearer token the serve printed for its clients (the one
+	// it made), if it printed one.
+	token string
+	done  chan struct{}
 
 	mu      sync.Mutex // guards logs and waiters
 	logs    bytes.Buffer
@@ -136,9 +139,21 @@ func (s *serveProc) changed() <-chan struct{} {
 	return ch
 }
 
+// tokenLine starts the line of serve's stderr that shows the token
+// clients must send.
+const tokenLine = "  Authorization: Bearer "
+
+// authHeader is the Authorization header of a client of s.
+func (s *serveProc) authHeader() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return "Bearer " + s.token
+}
+
 // startServe runs `mcpfleet serve --http 127.0.0.1:0 args...` and waits
 // until it answers; it is stopped (SIGINT, as a user's ^C) when the test
-// ends.
+// ends. Its clients need the token it made (serveProc.token), unless args
+// say otherwise.
 func (c *cli) startServe(args ...string) *serveProc {
 	c.t.Helper()
 	cmd := c.command(append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
@@ -164,6 +179,11 @@ func (c *cli) startServe(args ...string) *serveProc {
 			}
 			s.waiters = nil
 			s.mu.Unlock()
+			if tok, ok := strings.CutPrefix(line, tokenLine); ok {
+				s.mu.Lock()
+				s.token = tok
+				s.mu.Unlock()
+			}
 			if u, ok := strings.CutPrefix(line, readyLine); ok {
 				ready <- u
 			}

@@ -29,6 +29,8 @@ type serveFlags struct {
 	stdio         bool
 	http          string
 	tokenFile     string
+	noAuth        bool
+	insecureHTTP  bool
 	tlsCert       string
 	tlsKey        string
 	clientCA      string
@@ -39,6 +41,9 @@ type serveFlags struct {
 	maxMessage    int64
 	inFlight      int
 	rate          float64
+	maxSessions   int
+	maxClientSess int
+	openRate      float64
 	watchInterval time.Duration
 	startupWait   time.Duration
 }
@@ -59,10 +64,12 @@ const readyLine = "mcpfleet: serving MCP on "
 
 func cmdServe(ctx context.Context, args []string, e *env) error {
 	var f serveFlags
-	fs := newFlags("serve", e, &f.common, "--config FILE [--stdio | --http ADDR] [flags]")
+	fs := newFlags("serve", e, &f.common, "[--config FILE] [--stdio | --http ADDR] [flags]")
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin and stdout (the default)")
-	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --token or --client-ca")
-	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600)")
+	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --tls-cert/--tls-key (or --client-ca)")
+	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600; default: a token made at the first serve, kept in the state directory, and printed)")
+	fs.BoolVar(&f.noAuth, "no-auth", false, "DANGEROUS: serve HTTP without a token: any program of any user of this machine could call every tool with your credentials")
+	fs.BoolVar(&f.insecureHTTP, "insecure-http", false, "DANGEROUS: allow the bearer token over plain HTTP beyond loopback, where anyone on the network path can read it")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the key `FILE` of --tls-cert (PEM)")
 	fs.StringVar(&f.clientCA, "client-ca", "", "require client certificates signed by the CAs in `FILE` (PEM); needs --tls-cert")
@@ -71,8 +78,13 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	fs.BoolVar(&f.admin, "admin", true, "answer status, tools, call, watch and auth on a local admin endpoint")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level` on stderr: debug, info, warn or error")
 	fs.Int64Var(&f.maxMessage, "max-message", 0, "the largest message a client may send, in `bytes` (default 16 MiB, as from servers)")
-	fs.IntVar(&f.inFlight, "session-max-in-flight", 0, fmt.Sprintf("requests one client may have in flight (default %d; -1: no limit)", gateway.DefaultSessionMaxInFlight))
-	fs.Float64Var(&f.rate, "session-rate", 0, fmt.Sprintf("requests a second one client may send (default %d; -1: no limit)", gateway.DefaultSessionRequestRate))
+	fs.IntVar(&f.inFlight, "client-max-in-flight", 0, fmt.Sprintf("requests one client may have in flight, all its sessions together (default %d; -1: no limit)", gateway.DefaultClientMaxInFlight))
+	fs.Float64Var(&f.rate, "client-rate", 0, fmt.Sprintf("requests a second one client may send, all its sessions together (default %d; -1: no limit)", gateway.DefaultClientRequestRate))
+	fs.IntVar(&f.inFlight, "session-max-in-flight", 0, "the old name of --client-max-in-flight")
+	fs.Float64Var(&f.rate, "session-rate", 0, "the old name of --client-rate")
+	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("HTTP sessions held at once, all clients together (default %d; -1: no cap)", gateway.DefaultMaxSessions))
+	fs.IntVar(&f.maxClientSess, "max-client-sessions", 0, fmt.Sprintf("HTTP sessions one client may hold at once (default %d; -1: no cap)", gateway.DefaultMaxClientSessions))
+	fs.Float64Var(&f.openRate, "session-open-rate", 0, fmt.Sprintf("HTTP sessions a second one client may open, in bursts of ten times as many (default %d; -1: no limit)", gateway.DefaultSessionOpenRate))
 	fs.DurationVar(&f.watchInterval, "watch-interval", gateway.DefaultWatchInterval, "how often to look for changes of the config file")
 	fs.DurationVar(&f.startupWait, "startup-wait", defaultStartupWait, "how long the first tools/list may wait for servers still connecting (0: not at all)")
 	pos, err := parse(fs, args)
@@ -81,6 +93,9 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected arguments %q", pos)
+	}
+	if f.common.config, err = configPath(f.common.config); err != nil {
+		return err
 	}
 	if f.stdio && f.http != "" {
 		return usagef("--stdio and --http exclude each other")
@@ -91,24 +106,46 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	if f.clientCA != "" && f.tlsCert == "" {
 		return usagef("--client-ca needs --tls-cert and --tls-key")
 	}
-	if f.http == "" && (f.tokenFile != "" || f.tlsCert != "" || len(f.origins) > 0) {
-		return usagef("--token, --tls-cert, --client-ca and --allow-origin are for --http")
+	if f.http == "" && (f.tokenFile != "" || f.tlsCert != "" || len(f.origins) > 0 || f.noAuth || f.insecureHTTP) {
+		return usagef("--token, --no-auth, --insecure-http, --tls-cert, --client-ca and --allow-origin are for --http")
+	}
+	if f.noAuth && f.tokenFile != "" {
+		return usagef("--no-auth and --token exclude each other")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usagef("--log-level: %v", err)
 	}
+	if f.http == "" {
+		return serve(ctx, e, &f, "", level)
+	}
 	token := ""
-	if f.tokenFile != "" {
+	switch {
+	case f.tokenFile != "":
 		if token, err = readSecretFile(f.tokenFile); err != nil {
 			return fmt.Errorf("--token: %w", err)
 		}
-	}
-	if f.http != "" {
-		f.http = loopbackByDefault(f.http)
-		if err := gateway.CheckBind(f.http, token != "" || f.clientCA != ""); err != nil {
-			return fmt.Errorf("%w (--token FILE, or --tls-cert/--tls-key/--client-ca)", err)
+	case !f.noAuth:
+		paths, err := pathsFor(f.common.config)
+		if err != nil {
+			return err
 		}
+		if token, err = servedToken(paths.serveToken); err != nil {
+			return fmt.Errorf("the token of serve --http: %w", err)
+		}
+		// The user's client needs it: once it is in the client's config,
+		// the same token serves every restart.
+		fmt.Fprintf(e.stderr, "mcpfleet: HTTP clients must send the header\n  Authorization: Bearer %s\n"+
+			"(the token is kept in %s; remove the file for a new one)\n", token, paths.serveToken)
+	}
+	f.http = loopbackByDefault(f.http)
+	err = gateway.CheckBind(f.http, gateway.BindSecurity{Token: token != "", TLS: f.tlsCert != "", ClientCerts: f.clientCA != "",
+		InsecureHTTP: f.insecureHTTP})
+	switch {
+	case errors.Is(err, gateway.ErrTokenInClear):
+		return fmt.Errorf("%w (--tls-cert FILE --tls-key FILE; or, at your own risk, --insecure-http)", err)
+	case err != nil:
+		return fmt.Errorf("%w (drop --no-auth, or require client certificates: --tls-cert/--tls-key/--client-ca)", err)
 	}
 	return serve(ctx, e, &f, token, level)
 }
@@ -171,7 +208,8 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	}
 
 	gopts := []gateway.Option{gateway.WithForwarder(fw), gateway.WithLogger(logger), gateway.WithServerInfo("mcpfleet", version()),
-		gateway.WithSessionLimits(f.inFlight, f.rate), gateway.WithMaxMessageBytes(f.maxMessage), gateway.WithStartupWait(f.startupWait)}
+		gateway.WithClientLimits(f.inFlight, f.rate), gateway.WithSessionCaps(f.maxSessions, f.maxClientSess, f.openRate),
+		gateway.WithMaxMessageBytes(f.maxMessage), gateway.WithStartupWait(f.startupWait)}
 	if f.toolSearch {
 		gopts = append(gopts, gateway.WithToolSearch())
 	}
@@ -185,7 +223,7 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	wg.Go(func() { cw.Run(ctx, m) })
 
 	if f.admin {
-		closeAdmin, err := startAdmin(ctx, m, config, paths.admin, logger)
+		closeAdmin, err := startAdmin(ctx, m, g, config, paths.admin, logger)
 		if err != nil {
 			return err
 		}
@@ -195,6 +233,9 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	if f.http == "" {
 		logger.Info(readyLine + "stdio")
 		return g.ServeStdio(ctx, e.stdin, e.stdout)
+	}
+	if token == "" && f.clientCA == "" {
+		logger.Warn("mcpfleet: serving HTTP without authentication (--no-auth): any program of any user of this machine can call every tool with your credentials")
 	}
 	return serveHTTP(ctx, e, f, g, token, logger)
 }
@@ -216,8 +257,7 @@ func serveHTTP(ctx context.Context, e *env, f *serveFlags, g *gateway.Gateway, t
 		ln = tls.NewListener(ln, tc)
 		scheme = "https"
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	srv := newHTTPServer(h, logger)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	// The line a host or a script waits for: the address with the port
@@ -236,6 +276,18 @@ func serveHTTP(ctx context.Context, e *env, f *serveFlags, g *gateway.Gateway, t
 	}
 	<-served
 	return nil
+}
+
+// newHTTPServer is the http.Server of serve --http: a client that sends a
+// request slowly, or keeps a connection idle, is cut off (gateway's
+// Default…Timeout); the timeouts bound reading requests, not the calls and
+// streams that answer them.
+func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{Handler: h,
+		ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
+		ReadTimeout:       gateway.DefaultReadTimeout,
+		IdleTimeout:       gateway.DefaultIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 }
 
 // tlsConfig is the TLS of --tls-cert, --tls-key and --client-ca.
@@ -262,14 +314,15 @@ func tlsConfig(f *serveFlags) (*tls.Config, error) {
 // startAdmin serves the admin endpoint on a port of 127.0.0.1 and writes
 // the admin file that the commands find it by. The returned function stops
 // it and removes the file.
-func startAdmin(ctx context.Context, m *client.Manager, config, path string, logger *slog.Logger) (func(), error) {
+func startAdmin(ctx context.Context, m *client.Manager, g *gateway.Gateway, config, path string, logger *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("the admin endpoint: %w", err)
 	}
 	token := newToken()
 	admin := gateway.NewAdmin(m, token)
-	srv := &http.Server{Handler: admin, ReadHeaderTimeout: 10 * time.Second,
+	admin.SetGateway(g)
+	srv := &http.Server{Handler: admin, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout, IdleTimeout: gateway.DefaultIdleTimeout,
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 	served := make(chan struct{})

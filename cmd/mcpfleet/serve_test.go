@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -24,7 +26,7 @@ func TestServeFollowsTheConfig(t *testing.T) {
 	c := newCLI(t)
 	c.writeConfig(map[string]any{"one": faultEntry(faultserver.ModeNormal, nil)})
 	s := c.startServe("--watch-interval", "10ms")
-	d := tsclient.StartHTTP(t, s.url)
+	d := tsclient.StartHTTPWithToken(t, s.url, s.token)
 	ctx := testCtx(t)
 	if names, err := d.ListTools(ctx); err != nil || !slices.Contains(names, "one__echo") {
 		t.Fatalf("tools %v %v", names, err)
@@ -123,7 +125,8 @@ func TestServerRequestsThroughServe(t *testing.T) {
 			if tr == "stdio" {
 				d = tsclient.StartStdio(t, c.env(), os.Args[0], "serve", "--stdio", "--config", c.config)
 			} else {
-				d = tsclient.StartHTTP(t, c.startServe().url)
+				s := c.startServe()
+				d = tsclient.StartHTTPWithToken(t, s.url, s.token)
 			}
 			ctx, cancel := context.WithCancel(testCtx(t))
 			defer cancel()
@@ -178,5 +181,16 @@ func TestRootsReachTheServer(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("the server's directories: %s", res.Text())
 		}
+	}
+}
+
+// TestServeHTTPTimeouts: serve --http's server cuts off a client that
+// sends its request slowly or keeps a connection idle (a connection and
+// a goroutine each, for ever, otherwise).
+func TestServeHTTPTimeouts(t *testing.T) {
+	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	if srv.ReadHeaderTimeout != gateway.DefaultReadHeaderTimeout || srv.ReadTimeout != gateway.DefaultReadTimeout ||
+		srv.IdleTimeout != gateway.DefaultIdleTimeout {
+		t.Fatalf("timeouts: header %v, read %v, idle %v", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.IdleTimeout)
 	}
 }

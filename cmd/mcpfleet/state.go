@@ -7,11 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/filetrust"
+	"github.com/mcpfleet/mcpfleet/internal/netguard"
 )
 
 // envStateDir overrides where mcpfleet keeps its state (tests set it).
@@ -49,6 +54,9 @@ type statePaths struct {
 	tokens   string // OAuth tokens (oauth.NewFileStore, mode 0600)
 	catalogs string // the catalog cache (client.WithCatalogCache)
 	children string // the stdio children's state file (client.WithStateFile)
+	// serveToken is the bearer token serve --http asks of its clients
+	// unless told otherwise: one for the user, kept across restarts.
+	serveToken string
 }
 
 // pathsFor returns the state files of the config file at config, named
@@ -65,11 +73,12 @@ func pathsFor(config string) (statePaths, error) {
 	sum := sha256.Sum256([]byte(abs))
 	id := hex.EncodeToString(sum[:8])
 	return statePaths{
-		dir:      dir,
-		admin:    filepath.Join(dir, "admin-"+id+".json"),
-		tokens:   filepath.Join(dir, "tokens-"+id+".json"),
-		catalogs: filepath.Join(dir, "catalogs-"+id+".json"),
-		children: filepath.Join(dir, "children-"+id+".state"),
+		dir:        dir,
+		admin:      filepath.Join(dir, "admin-"+id+".json"),
+		tokens:     filepath.Join(dir, "tokens-"+id+".json"),
+		catalogs:   filepath.Join(dir, "catalogs-"+id+".json"),
+		children:   filepath.Join(dir, "children-"+id+".state"),
+		serveToken: filepath.Join(dir, "serve-token"),
 	}, nil
 }
 
@@ -121,15 +130,32 @@ func writeAdminFile(path string, f adminFile) error {
 }
 
 // readAdminFile reads the admin file at path; it is missing when no serve
-// of that config runs.
+// of that config runs. A file another user could have written is refused
+// (it would send the command's calls, and the token in it, where they
+// chose), and so is one whose address is not on this machine.
 func readAdminFile(path string) (adminFile, error) {
 	var f adminFile
-	b, err := os.ReadFile(path)
+	fh, err := os.Open(path)
+	if err != nil {
+		return f, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return f, err
+	}
+	if why := filetrust.Untrusted(fi); why != "" {
+		return f, fmt.Errorf("%s is %s, who could have written it", path, why)
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, 1<<20))
 	if err != nil {
 		return f, err
 	}
 	if err := json.Unmarshal(b, &f); err != nil || f.Addr == "" || f.Token == "" {
 		return f, fmt.Errorf("%s is not an admin file of mcpfleet", path)
+	}
+	if host, _, err := net.SplitHostPort(f.Addr); err != nil || !netguard.IsLoopback(host) {
+		return f, fmt.Errorf("%s names the address %q, which is not a loopback one, as a serve's never is", path, f.Addr)
 	}
 	return f, nil
 }
@@ -142,12 +168,54 @@ func removeAdminFile(path, token string) {
 	}
 }
 
+// servedToken returns the token in the file at path, making the file (mode
+// 0600, in a 0700 directory) with a new token if there is none. The file
+// appears whole: written aside, then linked in place, which fails if
+// another serve made it meanwhile (then its token is the one).
+func servedToken(path string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	token, err := readSecretFile(path)
+	if err == nil || !isNotExist(err) {
+		return token, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".serve-token-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	token = newToken()
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		tmp.Close()
+		return "", err
+	}
+	if _, err := tmp.WriteString(token + "\n"); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return readSecretFile(path)
+		}
+		return "", err
+	}
+	return token, nil
+}
+
 // readSecretFile reads a file that holds a secret (a bearer token): its
-// first line, trimmed. On Unix the file must not be readable by others.
+// first line, trimmed. On Unix the file must be the user's, and neither
+// readable nor writable by others.
 func readSecretFile(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "", err
+	}
+	if why := filetrust.Untrusted(fi); why == "owned by another user" {
+		return "", fmt.Errorf("%s is owned by another user, who chose the token: make a token file of your own", path)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("%s is readable by others (mode %#o): run chmod 600 %s", path, fi.Mode().Perm(), path)

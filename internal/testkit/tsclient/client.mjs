@@ -55,7 +55,9 @@ if (mode === "stdio") {
   transport = new StdioClientTransport({ command: rest[0], args: rest.slice(1), env: process.env, stderr: "inherit" });
 } else {
   const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
-  transport = new StreamableHTTPClientTransport(new URL(rest[0]));
+  const token = process.env.TSCLIENT_TOKEN;
+  transport = new StreamableHTTPClientTransport(new URL(rest[0]),
+    token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined);
 }
 await client.connect(transport);
 out({ event: "ready", server: client.getServerVersion() });

@@ -73,6 +73,12 @@ func StartHTTP(t testing.TB, url string) *Client {
 	return start(t, nil, []string{"http", url})
 }
 
+// StartHTTPWithToken starts a client of the streamable HTTP server at url
+// that sends token as its bearer token.
+func StartHTTPWithToken(t testing.TB, url, token string) *Client {
+	return start(t, []string{"TSCLIENT_TOKEN=" + token}, []string{"http", url})
+}
+
 func start(t testing.TB, env []string, args []string) *Client {
 	t.Helper()
 	sdk := npmtest.Package(t, "@modelcontextprotocol/sdk")
