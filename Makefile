@@ -5,7 +5,7 @@ GO      ?= go
 NPM_DIR := testdata/npm
 CONFORMANCE_DIR := testdata/conformance
 
-.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus services api api-update
+.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus services api api-update stress
 
 # go test ./... includes internal/testkit/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
@@ -85,6 +85,11 @@ conformance: conformance-npm
 bench: npm
 	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/... ./toolsearch/ ./gateway/ ./cmd/mcpfleet/
 	cd otel && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+
+# The timing-sensitive packages, STRESS_N times each (20 unless told),
+# beside as many busy loops as there are cores: see .ci/stress.
+stress: npm services
+	GO=$(GO) ./.ci/stress
 
 demo:
 	$(GO) run ./examples/demo
