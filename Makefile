@@ -5,7 +5,7 @@ GO      ?= go
 NPM_DIR := testdata/npm
 CONFORMANCE_DIR := testdata/conformance
 
-.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus services
+.PHONY: test vet crossbuild npm conformance-npm conformance bench demo soak toolcorpus services api api-update stress
 
 # go test ./... includes internal/testkit/conformance: the MCP conformance suite's
 # client scenarios against a client built on the Manager (see its baseline.json).
@@ -31,6 +31,15 @@ test: services npm conformance-npm vet crossbuild
 	# that found nothing ("context deadline exceeded", go.dev/issue/75804).
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 100000x ./client/
 	$(GO) test -run '^$$' -fuzz FuzzURL -fuzztime 400000x ./internal/redact/
+
+# The exported API of the public packages against its record in api/*.txt
+# (go test ./... runs it too): a change of the API updates the record in the
+# same change, with make api-update, and says so in CHANGELOG.md.
+api:
+	$(GO) test -count=1 -run '^TestAPI' ./internal/testkit/apicheck/
+
+api-update:
+	$(GO) test -count=1 -run '^TestAPI$$' ./internal/testkit/apicheck/ -update
 
 vet:
 	$(GO) mod tidy -diff
@@ -76,6 +85,11 @@ conformance: conformance-npm
 bench: npm
 	$(GO) test -run '^$$' -bench . -count 6 ./client/ ./snapshot/ ./internal/catalog/ ./transport/... ./toolsearch/ ./gateway/ ./cmd/mcpfleet/
 	cd otel && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+
+# The timing-sensitive packages, STRESS_N times each (20 unless told),
+# beside as many busy loops as there are cores: see .ci/stress.
+stress: npm services
+	GO=$(GO) ./.ci/stress
 
 demo:
 	$(GO) run ./examples/demo
