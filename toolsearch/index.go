@@ -58,6 +58,10 @@ func WithBM25(k1, b float64) Option {
 	return func(x *Index) { x.k1, x.b = float32(k1), float32(b) }
 }
 
+// WithVocabulary sets the index's synonyms, abbreviations and stop words
+// to a copy of v. Defaults to DefaultVocabulary.
+func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.compile() } }
+
 // Index is a search index over the tools of a fleet. It is safe for
 // concurrent use: searches run in parallel and wait only for an update in
 // progress, which holds the index for the tools it changes. The zero Index
@@ -69,6 +73,7 @@ type Index struct {
 
 	mu sync.RWMutex
 	// Guarded by mu.
+	voc       *vocab           // immutable; SetVocabulary swaps it
 	docs      []doc            // by doc id; a free slot has no name
 	free      []int32          // free doc ids
 	byName    map[string]int32 // qualified name -> doc id
@@ -109,7 +114,7 @@ type posting struct {
 // New returns an empty Index.
 func New(opts ...Option) *Index {
 	x := &Index{
-		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB,
+		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
 		byName: map[string]int32{}, termID: map[string]int32{},
 	}
 	for _, o := range opts {
@@ -208,6 +213,25 @@ func (x *Index) Sync(v *snapshot.View) {
 	x.version = v.Version()
 }
 
+// SetVocabulary changes the index's vocabulary to a copy of v and indexes
+// every tool again with it: it costs what a first Sync of the same tools
+// costs, and searches wait for it.
+func (x *Index) SetVocabulary(v *Vocabulary) {
+	voc := v.compile()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.voc = voc
+	for id := range x.docs {
+		d := x.docs[id]
+		if d.qualified == "" {
+			continue
+		}
+		x.removeLocked(int32(id))
+		nid := x.addLocked(d.tool, d.hash)
+		x.docs[nid].mark = d.mark
+	}
+}
+
 func catalogHash(v *snapshot.View, server string) string {
 	c, _ := v.Catalog(server)
 	return c.Hash()
@@ -240,19 +264,20 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 			}
 		}
 	}
-	tokens(def.Name, add(fieldName))
+	voc := x.voc
+	voc.tokens(def.Name, add(fieldName))
 	prefix := d.server
 	if p, ok := cutSuffix(d.qualified, def.Name); ok && p != "" {
 		prefix = p
 	}
-	tokens(prefix, add(fieldServer))
+	voc.tokens(prefix, add(fieldServer))
 	title := def.Title
 	if title == "" {
 		title = def.Annotations.Title
 	}
-	tokens(title, add(fieldTitle))
-	tokens(def.Description, add(fieldDesc))
-	walkParams(paramSchema(def), 0, add(fieldParam), add(fieldParamDesc))
+	voc.tokens(title, add(fieldTitle))
+	voc.tokens(def.Description, add(fieldDesc))
+	voc.walkParams(paramSchema(def), 0, add(fieldParam), add(fieldParamDesc))
 
 	d.terms = make([]docTerm, 0, len(counts))
 	for term, c := range counts {
@@ -350,7 +375,7 @@ func paramSchema(t mcp.Tool) map[string]any {
 
 // walkParams feeds the names and descriptions of a schema's properties,
 // nested ones too (objects, array items), to name and desc.
-func walkParams(schema map[string]any, depth int, name, desc func(string)) {
+func (v *vocab) walkParams(schema map[string]any, depth int, name, desc func(string)) {
 	if depth > 3 {
 		return
 	}
@@ -361,14 +386,14 @@ func walkParams(schema map[string]any, depth int, name, desc func(string)) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		tokens(k, name)
+		v.tokens(k, name)
 		p, _ := props[k].(map[string]any)
 		if s, ok := p["description"].(string); ok {
-			tokens(s, desc)
+			v.tokens(s, desc)
 		}
-		walkParams(p, depth+1, name, desc)
+		v.walkParams(p, depth+1, name, desc)
 		if items, ok := p["items"].(map[string]any); ok {
-			walkParams(items, depth+1, name, desc)
+			v.walkParams(items, depth+1, name, desc)
 		}
 	}
 }

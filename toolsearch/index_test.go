@@ -86,7 +86,7 @@ func TestTokens(t *testing.T) {
 		"k8s pods in a namespace":    "kubernet pod namespac",
 	} {
 		var got []string
-		tokens(in, func(s string) { got = append(got, s) })
+		defaultVocab().tokens(in, func(s string) { got = append(got, s) })
 		if g := strings.Join(got, " "); g != want {
 			t.Errorf("tokens(%q) = %q, want %q", in, g, want)
 		}

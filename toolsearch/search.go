@@ -229,7 +229,7 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	// Each term counts once, in a fixed order, so that a doc's score sums
 	// the same numbers in the same order whatever order the posting lists
 	// are in: equal inputs give bit-equal scores.
-	s.terms = queryTerms(text, s.terms)
+	s.terms = x.voc.queryTerms(text, s.terms)
 
 	n := float32(len(x.byName))
 	var avg [numFields]float32

@@ -13,7 +13,7 @@ import (
 // split as a person reads them), lower-cased, stop words dropped,
 // abbreviations spelled out and stemmed. Documents and queries go through
 // the same function, so whatever it does it does to both.
-func tokens(s string, emit func(term string)) {
+func (v *vocab) tokens(s string, emit func(term string)) {
 	start := -1
 	for i, r := range s {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
@@ -23,12 +23,12 @@ func tokens(s string, emit func(term string)) {
 			continue
 		}
 		if start >= 0 {
-			word(s[start:i], emit)
+			v.word(s[start:i], emit)
 			start = -1
 		}
 	}
 	if start >= 0 {
-		word(s[start:], emit)
+		v.word(s[start:], emit)
 	}
 }
 
@@ -36,10 +36,10 @@ func tokens(s string, emit func(term string)) {
 // is a known abbreviation ("k8s"), else its parts split on case changes
 // and digits. The parts are substrings of s, lower-cased only when they
 // are not already, so most words cost no allocation but their stem.
-func word(s string, emit func(term string)) {
-	if e, ok := abbreviation(s); ok {
+func (v *vocab) word(s string, emit func(term string)) {
+	if e, ok := v.abbreviation(s); ok {
 		for _, part := range e {
-			emit(stem(part))
+			emit(part)
 		}
 		return
 	}
@@ -50,16 +50,16 @@ func word(s string, emit func(term string)) {
 		}
 		w := lower(s[start:end])
 		start = -1
-		parts, ok := abbreviations[w]
+		parts, ok := v.abbreviations[w]
 		if !ok {
-			if stop[w] || len(w) < 2 && (w[0] < '0' || w[0] > '9') {
+			if v.stop[w] || len(w) < 2 && (w[0] < '0' || w[0] > '9') {
 				return
 			}
 			emit(stem(w))
 			return
 		}
-		for _, part := range parts {
-			emit(stem(part))
+			for _, part := range parts {
+			emit(part)
 		}
 	}
 	var prev rune
@@ -95,8 +95,8 @@ func word(s string, emit func(term string)) {
 
 // abbreviation looks s up among the abbreviations, ignoring case, without
 // allocating for a short ASCII word.
-func abbreviation(s string) ([]string, bool) {
-	var buf [8]byte
+func (v *vocab) abbreviation(s string) ([]string, bool) {
+	var buf [32]byte
 	if len(s) > len(buf) {
 		return nil, false
 	}
@@ -110,7 +110,7 @@ func abbreviation(s string) ([]string, bool) {
 		}
 		buf[i] = c
 	}
-	e, ok := abbreviations[string(buf[:len(s)])]
+	e, ok := v.abbreviations[string(buf[:len(s)])]
 	return e, ok
 }
 
@@ -124,37 +124,6 @@ func lower(s string) string {
 	}
 	return s
 }
-
-// abbreviations spell out the short forms tools and people use for the
-// same thing, so that "repo" finds "repository" and "k8s" finds
-// "kubernetes".
-var abbreviations = map[string][]string{
-	"repo": {"repository"}, "repos": {"repository"}, "dir": {"directory"}, "dirs": {"directory"},
-	"db": {"database"}, "k8s": {"kubernetes"}, "pr": {"pull", "request"}, "prs": {"pull", "request"},
-	"msg": {"message"}, "msgs": {"message"}, "img": {"image"}, "pic": {"image"}, "pics": {"image"},
-	"doc": {"document"}, "docs": {"document"}, "info": {"information"}, "config": {"configuration"},
-	"env": {"environment"}, "app": {"application"}, "apps": {"application"}, "url": {"url"},
-	"urls": {"url"}, "ns": {"namespace"}, "svc": {"service"}, "auth": {"authentication"},
-	"params": {"parameter"}, "param": {"parameter"}, "args": {"argument"}, "arg": {"argument"},
-	"mkdir": {"create", "directory"}, "ls": {"list"}, "rm": {"remove"}, "mv": {"move"},
-	"cwd": {"current", "directory"}, "js": {"javascript"}, "ci": {"ci"}, "sql": {"sql"},
-	"screenshot": {"screenshot"}, "cpu": {"cpu"}, "k": {"k"},
-}
-
-// stop are words too common in tool descriptions and questions to tell
-// tools apart.
-var stop = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an the and or of to in on for with by from at as is are was were be been
-		being it its this that these those i me my we our you your he she they them their what which who whom
-		how when where why can could would should will shall may might must do does did done have has had
-		not no so if then than too very just also any all some each every into onto about over under again
-		further once here there both few more most other such only own same s t don now please want need like
-		using use used uses via e g eg ie etc given returns return`) {
-		m[w] = true
-	}
-	return m
-}()
 
 // stem strips the common English suffixes, lightly: it only has to map the
 // forms of one word to one term (create, creates, created, creating), and
@@ -213,60 +182,6 @@ func isASCIILetters(w string) bool {
 // the word itself.
 const SynonymWeight = 0.4
 
-// synonymGroups are words that tools and people use for the same action or
-// thing. A query word also looks for the others of its group, at
-// SynonymWeight, so that "show the open issues" finds list_issues.
-var synonymGroups = [][]string{
-	{"list", "show", "enumerate", "display", "browse"},
-	{"delete", "remove", "erase", "destroy", "drop", "discard"},
-	{"create", "make", "add", "new", "insert"},
-	{"get", "fetch", "retrieve", "obtain", "read", "download", "load"},
-	{"find", "search", "lookup", "locate", "query", "look"},
-	{"update", "modify", "edit", "change", "alter", "patch"},
-	{"run", "execute", "invoke", "launch", "start"},
-	{"write", "save", "store", "persist", "record"},
-	{"image", "picture", "photo", "pic"},
-	{"website", "webpage", "site", "page", "web"},
-	{"navigate", "open", "visit", "goto"},
-	{"kill", "terminate", "stop", "end", "close"},
-	{"directory", "folder"},
-	{"issue", "bug", "ticket"},
-	{"message", "post", "chat"},
-	{"chart", "graph", "plot", "diagram", "visualize", "visualization"},
-	{"summary", "summarize", "overview"},
-	{"upload", "send", "push"},
-	{"screenshot", "capture", "snapshot"},
-	{"think", "reason", "reflect"},
-	{"remember", "memory", "recall", "knowledge"},
-	{"crawl", "scrape", "spider"},
-	{"place", "location", "address"},
-	{"distance", "travel", "route", "direction"},
-	{"documentation", "document", "reference", "manual"},
-	{"collection", "table"},
-	{"cluster", "kubernetes"},
-	{"email", "mail"},
-	{"reply", "respond", "answer"},
-}
-
-// synonyms maps a term to the other terms of its groups.
-var synonyms = func() map[string][]string {
-	m := map[string][]string{}
-	for _, g := range synonymGroups {
-		var terms []string
-		for _, w := range g {
-			tokens(w, func(t string) { terms = append(terms, t) })
-		}
-		for _, t := range terms {
-			for _, o := range terms {
-				if o != t && !slices.Contains(m[t], o) {
-					m[t] = append(m[t], o)
-				}
-			}
-		}
-	}
-	return m
-}()
-
 // queryTerm is one term a query looks for, with its weight.
 type queryTerm struct {
 	term   string
@@ -275,11 +190,11 @@ type queryTerm struct {
 
 // queryTerms returns the terms of a query and their synonyms, sorted, each
 // once at its highest weight.
-func queryTerms(text string, dst []queryTerm) []queryTerm {
+func (v *vocab) queryTerms(text string, dst []queryTerm) []queryTerm {
 	dst = dst[:0]
-	tokens(text, func(t string) {
+	v.tokens(text, func(t string) {
 		dst = append(dst, queryTerm{t, 1})
-		for _, s := range synonyms[t] {
+		for _, s := range v.synonyms[t] {
 			dst = append(dst, queryTerm{s, SynonymWeight})
 		}
 	})
