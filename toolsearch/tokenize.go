@@ -58,7 +58,7 @@ func (v *vocab) word(s string, emit func(term string)) {
 			emit(stem(w))
 			return
 		}
-			for _, part := range parts {
+		for _, part := range parts {
 			emit(part)
 		}
 	}
