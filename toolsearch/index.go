@@ -33,7 +33,7 @@ type Weights struct {
 // DefaultWeights rank a word in the tool's name highest, then its title,
 // description and parameter names; the server's name and parameter
 // descriptions count least. They were tuned on testdata/toolcorpus.
-var DefaultWeights = Weights{Name: 3, Server: 1.5, Title: 2, Description: 1, Params: 0.7, ParamDescriptions: 0.4}
+var DefaultWeights = Weights{Name: 2, Server: 3, Title: 2, Description: 0.5, Params: 0.3, ParamDescriptions: 0.15}
 
 func (w Weights) array() [numFields]float32 {
 	return [numFields]float32{float32(w.Name), float32(w.Server), float32(w.Title),
@@ -43,7 +43,7 @@ func (w Weights) array() [numFields]float32 {
 // Default BM25 parameters: K1 saturates repeated words, B normalizes by
 // field length.
 const (
-	DefaultK1 = 1.2
+	DefaultK1 = 0.8
 	DefaultB  = 0.75
 )
 
@@ -62,14 +62,34 @@ func WithBM25(k1, b float64) Option {
 // to a copy of v. Defaults to DefaultVocabulary.
 func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.compile() } }
 
+// DefaultMinMatch is the Match under which a hit is weak, for an index
+// that sets none. It was calibrated on the tuning half of
+// testdata/toolcorpus: the requests no tool does against the ones a tool
+// does (see the package doc).
+const DefaultMinMatch = 0.3
+
+// DefaultUnseenWeight is how much a query word that no tool holds counts in
+// the query's best possible score, against 1 for a word some tool holds:
+// such a word is as often an argument ("Carol", "Denver") as the thing
+// the index lacks ("flight", "pizza"). Numbers do not count at all.
+const DefaultUnseenWeight = 0.5
+
+// WithMinMatch sets the Match under which a hit is weak (and a query with
+// Abstain gets no hit). Defaults to DefaultMinMatch.
+func WithMinMatch(m float64) Option { return func(x *Index) { x.minMatch = m } }
+
 // Index is a search index over the tools of a fleet. It is safe for
 // concurrent use: searches run in parallel and wait only for an update in
 // progress, which holds the index for the tools it changes. The zero Index
 // is not ready; use New.
 type Index struct {
 	// Set by New, read-only.
-	weights [numFields]float32
-	k1, b   float32
+	weights  [numFields]float32
+	k1, b    float32
+	minMatch float64
+	unseen   float32
+	// synonymWeight is SynonymWeight, a field so that tuning can vary it.
+	synonymWeight float32
 
 	mu sync.RWMutex
 	// Guarded by mu.
@@ -115,6 +135,7 @@ type posting struct {
 func New(opts ...Option) *Index {
 	x := &Index{
 		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
+		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight,
 		byName: map[string]int32{}, termID: map[string]int32{},
 	}
 	for _, o := range opts {

@@ -210,12 +210,12 @@ var builtinAbbreviations = map[string]string{
 	"repo": "repository", "repos": "repository", "dir": "directory", "dirs": "directory",
 	"db": "database", "k8s": "kubernetes", "pr": "pull request", "prs": "pull request",
 	"msg": "message", "msgs": "message", "img": "image", "pic": "image", "pics": "image",
-	"doc": "document", "docs": "document", "info": "information", "config": "configuration",
+	"doc": "document", "info": "information", "config": "configuration",
 	"env": "environment", "app": "application", "apps": "application",
 	"ns": "namespace", "svc": "service", "auth": "authentication",
 	"params": "parameter", "param": "parameter", "args": "argument", "arg": "argument",
 	"mkdir": "create directory", "ls": "list", "rm": "remove", "mv": "move",
-	"cwd": "current directory", "js": "javascript",
+	"cwd": "current directory", "js": "javascript", "mongo": "mongodb",
 	// Kept whole: not split on case ("URLs") nor dropped.
 	"url": "url", "urls": "url", "ci": "ci", "sql": "sql", "cpu": "cpu", "screenshot": "screenshot",
 }
@@ -223,42 +223,40 @@ var builtinAbbreviations = map[string]string{
 // builtinStop are words too common in tool descriptions and questions to
 // tell tools apart.
 const builtinStop = `a an the and or of to in on for with by from at as is are was were be been
-	being it its this that these those i me my we our you your he she they them their what which who whom
+	being it its this that these those i me my we our you your he she they them their what which whom
 	how when where why can could would should will shall may might must do does did done have has had
 	not no so if then than too very just also any all some each every into onto about over under again
 	further once here there both few more most other such only own same s t don now please want need like
-	using use used uses via e g eg ie etc given returns return`
+	using use used uses via e g eg ie etc given returns return called named everything anything something`
 
 // builtinSynonyms are words that tools and people use for the same action
 // or thing.
 var builtinSynonyms = [][]string{
-	{"list", "show", "enumerate", "display", "browse"},
-	{"delete", "remove", "erase", "destroy", "drop", "discard"},
-	{"create", "make", "add", "new", "insert"},
-	{"get", "fetch", "retrieve", "obtain", "read", "download", "load"},
+	{"delete", "remove", "erase", "destroy", "drop", "discard", "wipe", "purge", "forget", "clear"},
+	{"create", "make", "add", "new"},
+	{"add", "append"},
 	{"find", "search", "lookup", "locate", "query", "look"},
-	{"update", "modify", "edit", "change", "alter", "patch"},
-	{"run", "execute", "invoke", "launch", "start"},
-	{"write", "save", "store", "persist", "record"},
+	{"update", "modify", "change", "alter", "patch"},
+	{"write", "save", "store", "persist"},
 	{"image", "picture", "photo", "pic"},
 	{"website", "webpage", "site", "page", "web"},
-	{"navigate", "open", "visit", "goto"},
-	{"kill", "terminate", "stop", "end", "close"},
+	{"terminate", "stop", "end", "close", "shut", "quit", "exit"},
 	{"directory", "folder"},
 	{"issue", "bug", "ticket"},
-	{"message", "post", "chat"},
-	{"chart", "graph", "plot", "diagram", "visualize", "visualization"},
-	{"summary", "summarize", "overview"},
-	{"upload", "send", "push"},
-	{"screenshot", "capture", "snapshot"},
-	{"think", "reason", "reflect"},
-	{"remember", "memory", "recall", "knowledge"},
-	{"crawl", "scrape", "spider"},
-	{"place", "location", "address"},
-	{"distance", "travel", "route", "direction"},
-	{"documentation", "document", "reference", "manual"},
-	{"collection", "table"},
-	{"cluster", "kubernetes"},
-	{"email", "mail"},
-	{"reply", "respond", "answer"},
+	{"remember", "memory", "recall"},
+	{"merge", "combine", "join", "integrate"},
+	{"emulate", "simulate", "pretend", "mimic", "fake"},
+	{"count", "many", "tally"},
+	{"size", "big", "large"},
+	{"user", "person", "people", "member", "who"},
+	{"observation", "fact", "note"},
+	{"transcript", "subtitle", "caption"},
+	{"coordinate", "latitude", "longitude"},
+	{"review", "approve", "approval"},
+	{"schema", "field", "structure"},
+	{"stage", "step", "phase"},
+	{"open", "read"},
+	{"performance", "slow", "speed"},
+	{"run", "evaluate"},
+	{"switch", "select"},
 }
