@@ -66,13 +66,15 @@ func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.co
 // that sets none. It was calibrated on the tuning half of
 // testdata/toolcorpus: the requests no tool does against the ones a tool
 // does (see the package doc).
-const DefaultMinMatch = 0.3
+const DefaultMinMatch = 0.075
 
-// DefaultUnseenWeight is how much a query word that no tool holds counts in
-// the query's best possible score, against 1 for a word some tool holds:
-// such a word is as often an argument ("Carol", "Denver") as the thing
-// the index lacks ("flight", "pizza"). Numbers do not count at all.
-const DefaultUnseenWeight = 0.5
+// DefaultUnseenWeight is how much a query word that no tool holds (nor
+// any synonym of it) counts in the query's best possible score, in
+// multiples of the weight of the rarest word a tool holds: a request for
+// what the fleet lacks ("book a flight", "order a pizza") is made of such
+// words. A value the query carries ("Carol", "issue 55", "config.yaml")
+// does not count. Calibrated with DefaultMinMatch.
+const DefaultUnseenWeight = 2
 
 // WithMinMatch sets the Match under which a hit is weak (and a query with
 // Abstain gets no hit). Defaults to DefaultMinMatch.

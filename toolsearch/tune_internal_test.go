@@ -96,3 +96,68 @@ func TestTune(t *testing.T) {
 		t.Logf("tuning r5 %.3f MRR %.3f | project r5 %.3f MRR %.3f | %s", r.r5, r.mrr, r.pr5, r.pm, r.desc)
 	}
 }
+
+// TestTuneAbstention calibrates the abstention rule on the tuning half:
+// for each weight of unseen words and each MinMatch it prints how many
+// no-answer queries abstain and how much recall@5 drops, and keeps the
+// pairs that drop it by 0.02 at most. It reads no held-out query.
+//
+//	TOOLSEARCH_TUNE=1 go test -run TestTuneAbstention -v ./toolsearch/
+func TestTuneAbstention(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
+	}
+	_, users, none := tuneSets(t)
+	servers, err := toolcorpus.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := toolcorpus.View(toolcorpus.Publisher(servers, 1))
+	for _, u := range []float32{1, 1.5, 2, 2.5, 3, 4} {
+		x := New()
+		x.unseen = u
+		x.Sync(v)
+		type found struct {
+			in5   bool
+			match float64
+		}
+		var pos []found
+		for _, q := range users {
+			hits, _ := x.Search(Query{Text: q.Text, K: 5})
+			f := found{in5: slices.IndexFunc(hits, func(h Hit) bool { return q.Right(h.Qualified) }) >= 0}
+			if len(hits) > 0 {
+				f.match = hits[0].Match
+			}
+			pos = append(pos, f)
+		}
+		var neg []float64
+		for _, q := range none {
+			hits, _ := x.Search(Query{Text: q, K: 1})
+			m := 0.0
+			if len(hits) > 0 {
+				m = hits[0].Match
+			}
+			neg = append(neg, m)
+		}
+		bestAb, bestTau, bestDrop := -1, 0.0, 0.0
+		for tau := 0.02; tau < 0.3; tau += 0.005 {
+			lost := 0
+			for _, p := range pos {
+				if p.in5 && p.match < tau {
+					lost++
+				}
+			}
+			drop := float64(lost) / float64(len(pos))
+			ab := 0
+			for _, m := range neg {
+				if m < tau {
+					ab++
+				}
+			}
+			if drop <= 0.02 && ab > bestAb {
+				bestAb, bestTau, bestDrop = ab, tau, drop
+			}
+		}
+		t.Logf("unseen %.1f: MinMatch %.3f abstains on %d/%d, recall@5 drops %.3f", u, bestTau, bestAb, len(neg), bestDrop)
+	}
+}
