@@ -106,6 +106,8 @@ type Index struct {
 	lenSum    [numFields]int64 // sum of field lengths over live docs
 	mark      uint32           // Sync's sweep mark
 	version   uint64           // View version of the last Sync or Apply
+	follows   bool             // Sync or Apply filled the index
+	own       *own             // the servers Put gave; nil until the first Put
 }
 
 // doc is one indexed tool.
@@ -164,10 +166,33 @@ func (x *Index) Version() uint64 {
 // v has is (re)indexed unless the index already holds that very tool, a
 // name it lacks is removed. It costs the names given, not the fleet: hand
 // it the names of a catalog event's Diff (see Touched) and the View read
-// after the event.
+// after the event. Apply, like Sync, makes the index follow a View: what
+// Put gave it goes, and Put is refused from then on.
 func (x *Index) Apply(v *snapshot.View, names ...string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.followLocked()
+	x.applyLocked(v, names)
+}
+
+// followLocked makes the index follow a View from now on: the servers Put
+// gave it go.
+func (x *Index) followLocked() {
+	if x.follows {
+		return
+	}
+	x.follows = true
+	if x.own != nil {
+		for id := range x.docs {
+			if x.docs[id].qualified != "" {
+				x.removeLocked(int32(id))
+			}
+		}
+		x.own = nil
+	}
+}
+
+func (x *Index) applyLocked(v *snapshot.View, names []string) {
 	for _, name := range names {
 		t, ok := v.Tool(name)
 		id, held := x.byName[name]
@@ -205,6 +230,7 @@ func Touched(d snapshot.Diff) []string {
 func (x *Index) Sync(v *snapshot.View) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.followLocked()
 	x.mark++
 	hashes := map[string]string{}
 	for i := range v.NumTools() {
