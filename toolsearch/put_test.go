@@ -110,3 +110,88 @@ func TestPutOrView(t *testing.T) {
 		t.Errorf("RemoveServer after Sync: %v", err)
 	}
 }
+
+// Search caps the hits per server, as Select does: with PerServer 1 the
+// hits name K different servers, ServerCaps overrides the cap for the
+// servers it names, and the caps hold in every mode.
+func TestSearchPerServer(t *testing.T) {
+	x := New()
+	// Server a's tools match best, then b's, then c's.
+	for _, p := range []struct {
+		server string
+		tools  []mcp.Tool
+	}{
+		{"a", []mcp.Tool{tool("read_file", "Read a file"), tool("read_file_lines", "Read lines of a file"), tool("read_file_head", "Read the head of a file")}},
+		{"b", []mcp.Tool{tool("get_file", "Read a file from the disk, the whole of it at once"), tool("tail", "Read the tail of a file, the last lines of it")}},
+		{"c", []mcp.Tool{tool("cat", "Read a file and print it on the terminal, as cat does")}},
+	} {
+		if err := x.Put(p.server, p.tools...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servers := func(hits []Hit) []string {
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.Tool.Server())
+		}
+		return out
+	}
+	all := mustSearch(t, x, Query{Text: "read file", K: 3})
+	if got := servers(all); !slices.Equal(got, []string{"a", "a", "a"}) {
+		t.Fatalf("uncapped hits: %v", names(all))
+	}
+	capped := mustSearch(t, x, Query{Text: "read file", K: 3, PerServer: 1})
+	if got := slices.Sorted(slices.Values(servers(capped))); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("PerServer 1: %v", names(capped))
+	}
+	// The best hit of each server, in score order.
+	if got := servers(capped); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("PerServer 1, in score order: %v", names(capped))
+	}
+	over := mustSearch(t, x, Query{Text: "read file", K: 5, PerServer: 1, ServerCaps: map[string]int{"a": 2}})
+	if got := servers(over); !slices.Equal(got, []string{"a", "a", "b", "c"}) {
+		t.Errorf("ServerCaps a=2: %v", names(over))
+	}
+	// ServerCaps 0 lifts the cap for its server.
+	if got := names(mustSearch(t, x, Query{Text: `file`, Mode: ModeRegexp, K: -1, PerServer: 1, ServerCaps: map[string]int{"a": 0}})); !slices.Equal(got,
+		[]string{"a__read_file", "a__read_file_head", "a__read_file_lines", "b__get_file"}) {
+		t.Errorf("regexp with caps: %v", got)
+	}
+}
+
+// A request no tool does gets weak hits, and none with Abstain; one a
+// tool does gets a strong first hit. Match stays within [0, 1], and a
+// value the query carries (a name, a number) does not make it weaker.
+func TestAbstain(t *testing.T) {
+	x := New()
+	if err := x.Put("memory",
+		tool("delete_entities", "Delete multiple entities and their associated relations from the knowledge graph"),
+		tool("read_graph", "Read the entire knowledge graph"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Put("fs", tool("read_file", "Read the complete contents of a file")); err != nil {
+		t.Fatal(err)
+	}
+	weak := mustSearch(t, x, Query{Text: "order a large pepperoni pizza for delivery"})
+	if len(weak) > 0 && !weak[0].Weak {
+		t.Errorf("pizza: strong hit %+v", weak[0])
+	}
+	if got := mustSearch(t, x, Query{Text: "order a large pepperoni pizza for delivery", Abstain: true}); len(got) != 0 {
+		t.Errorf("pizza with Abstain: %v", names(got))
+	}
+	for _, q := range []string{"delete the entity", "delete the entity Carol", "read file notes.txt", "read file 42"} {
+		hits := mustSearch(t, x, Query{Text: q, Abstain: true})
+		if len(hits) == 0 || hits[0].Weak || hits[0].Match <= 0 || hits[0].Match > 1 {
+			t.Errorf("%q: %+v", q, hits)
+		}
+	}
+	a := mustSearch(t, x, Query{Text: "delete the entity", K: 1})[0].Match
+	b := mustSearch(t, x, Query{Text: "delete the entity Carol", K: 1})[0].Match
+	if a != b {
+		t.Errorf("a name changed Match: %v without, %v with", a, b)
+	}
+	if h := mustSearch(t, x, Query{Text: "fs__read_file", Mode: ModeExact}); len(h) != 1 || h[0].Match != 1 || h[0].Weak {
+		t.Errorf("exact: %+v", h)
+	}
+}
