@@ -92,6 +92,9 @@ type Index struct {
 	unseen   float32
 	// synonymWeight is SynonymWeight, a field so that tuning can vary it.
 	synonymWeight float32
+	hybrid        *Hybrid // nil: words alone
+
+	embedMu sync.Mutex // serializes Embed calls; taken before mu
 
 	mu sync.RWMutex
 	// Guarded by mu.
@@ -103,11 +106,12 @@ type Index struct {
 	terms     []string         // by term id; "" when free
 	postings  [][]posting      // by term id
 	freeTerms []int32
-	lenSum    [numFields]int64 // sum of field lengths over live docs
-	mark      uint32           // Sync's sweep mark
-	version   uint64           // View version of the last Sync or Apply
-	follows   bool             // Sync or Apply filled the index
-	own       *own             // the servers Put gave; nil until the first Put
+	lenSum    [numFields]int64       // sum of field lengths over live docs
+	mark      uint32                 // Sync's sweep mark
+	version   uint64                 // View version of the last Sync or Apply
+	follows   bool                   // Sync or Apply filled the index
+	own       *own                   // the servers Put gave; nil until the first Put
+	vectors   map[[32]byte][]float32 // with a Hybrid: vectors by text hash
 }
 
 // doc is one indexed tool.
@@ -120,6 +124,10 @@ type doc struct {
 	mark      uint32
 	lens      [numFields]uint16
 	terms     []docTerm // sorted by term id
+	// With a Hybrid: the hash of the text embedded of the tool, and its
+	// vector (nil until Embed made it).
+	textHash [32]byte
+	vec      []float32
 }
 
 // docTerm points at the doc's entry in one posting list, so that removing
@@ -140,7 +148,7 @@ func New(opts ...Option) *Index {
 	x := &Index{
 		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
 		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight,
-		byName: map[string]int32{}, termID: map[string]int32{},
+		byName: map[string]int32{}, termID: map[string]int32{}, vectors: map[[32]byte][]float32{},
 	}
 	for _, o := range opts {
 		o(x)
@@ -297,6 +305,10 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 	}
 	def := t.Definition()
 	d := doc{tool: t, qualified: t.Qualified(), server: t.Server(), hash: hash, hints: hintsOf(def.Annotations), mark: x.mark}
+	if x.hybrid != nil {
+		d.textHash = textHash(embedText(d.server, def))
+		d.vec = x.vectors[d.textHash]
+	}
 	counts := map[string]*[numFields]uint8{}
 	add := func(f field) func(string) {
 		return func(term string) {

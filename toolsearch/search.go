@@ -117,6 +117,11 @@ type Query struct {
 	// the index holds no tool that does what Text asks, as far as it can
 	// tell. It applies to ModeBM25 only.
 	Abstain bool
+	// Vector is the query's embedding, for a hybrid index (see Hybrid):
+	// the host's own, or the one SearchContext makes. With it, Search
+	// fuses the lexical ranking with the ranking by similarity. It must
+	// have the dimensions of the tools' vectors.
+	Vector []float32
 }
 
 // capFor returns the cap on server's hits, zero for none.
@@ -154,9 +159,15 @@ type Hit struct {
 	// between 0 and 1 and comparable across queries and indexes; 1 for
 	// exact and regexp matches.
 	Match float64
-	// Weak says that Match is under the index's MinMatch: the tool shares
-	// a few words with the query but is unlikely to do what it asks.
+	// Weak says that Match is under the index's MinMatch (and, in a
+	// hybrid search with Hybrid.MinSimilarity set, Similarity under it):
+	// the tool shares a few words with the query but is unlikely to do
+	// what it asks.
 	Weak bool
+	// Similarity is the cosine similarity of the tool's vector and the
+	// query's, in a hybrid search; 0 otherwise, or when the tool has no
+	// vector yet.
+	Similarity float64
 }
 
 // Search answers q. The hits come best first, ties by qualified name; a
@@ -197,7 +208,19 @@ func (x *Index) Search(q Query) ([]Hit, error) {
 	case ModeRegexp:
 		return x.matchLocked(re.MatchString, f, k), nil
 	case ModeBM25:
-		hits := x.rankLocked(q.Text, f, k)
+		var hits []Hit
+		if q.Vector != nil {
+			if x.hybrid == nil {
+				return nil, fmt.Errorf("mcpfleet: toolsearch: query: a Vector for an index without a Hybrid")
+			}
+			lexical := x.rankLocked(q.Text, filter{servers: f.servers, exclude: f.exclude, require: f.require}, x.hybrid.Depth)
+			var err error
+			if hits, err = x.fuseLocked(lexical, q.Vector, f, k); err != nil {
+				return nil, err
+			}
+		} else {
+			hits = x.rankLocked(q.Text, f, k)
+		}
 		if q.Abstain && (len(hits) == 0 || hits[0].Weak) {
 			return nil, nil
 		}
