@@ -79,6 +79,9 @@ func WithHybrid(h Hybrid) Option {
 	}
 }
 
+// Hybrid reports whether the index ranks by meaning too (WithHybrid).
+func (x *Index) Hybrid() bool { return x.hybrid != nil }
+
 // ErrEmbed is what an embedder's failure wraps.
 var ErrEmbed = errors.New("mcpfleet: toolsearch: embed")
 
