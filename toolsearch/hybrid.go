@@ -22,6 +22,14 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// QueryEmbedder is an Embedder whose model embeds a query differently
+// from the texts it is matched against (Gemini's task types, say):
+// SearchContext embeds a query with EmbedQuery when the Embedder has it.
+type QueryEmbedder interface {
+	Embedder
+	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+}
+
 // Defaults of a Hybrid that sets none.
 const (
 	// DefaultEmbedBatch is the most texts an index hands one Embed call
@@ -256,13 +264,34 @@ func (x *Index) SearchContext(ctx context.Context, q Query) ([]Hit, error) {
 	if x.hybrid == nil || q.Vector != nil || q.Mode != ModeBM25 || strings.TrimSpace(q.Text) == "" {
 		return x.Search(q)
 	}
-	vecs, err := x.embed(ctx, []string{q.Text})
+	vec, err := x.embedQuery(ctx, q.Text)
 	if err != nil {
 		hits, serr := x.Search(q)
 		return hits, errors.Join(err, serr)
 	}
-	q.Vector = vecs[0]
+	q.Vector = vec
 	return x.Search(q)
+}
+
+// embedQuery embeds a query's text, with EmbedQuery when the Embedder has
+// it.
+func (x *Index) embedQuery(ctx context.Context, text string) ([]float32, error) {
+	qe, ok := x.hybrid.Embedder.(QueryEmbedder)
+	if !ok {
+		vecs, err := x.embed(ctx, []string{text})
+		if err != nil {
+			return nil, err
+		}
+		return vecs[0], nil
+	}
+	v, err := qe.EmbedQuery(ctx, text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: query: %w", ErrEmbed, err)
+	}
+	if len(v) == 0 {
+		return nil, fmt.Errorf("%w: query: an empty vector", ErrEmbed)
+	}
+	return v, nil
 }
 
 // fuseLocked ranks the docs of the lexical ranking (best first) and of
