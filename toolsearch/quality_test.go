@@ -274,3 +274,38 @@ func TestVocabularyEarnsItsPlace(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 }
+
+// TestMetaTool reports the quality table on the subset of the MetaTool
+// benchmark kept in testdata/toolcorpus/metatool (199 tools, 995 queries,
+// 100 queries that need no tool): tools and queries the project did not
+// write and tuned nothing on. It holds the index to no target but one:
+// it must not rank worse than plain BM25 there.
+//
+//	go test -run TestMetaTool -v ./toolsearch/
+func TestMetaTool(t *testing.T) {
+	tools, queries, none, err := toolcorpus.MetaTool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "\nMetaTool subset: %d tools, %d queries, %d that need no tool\n", len(tools), len(queries), len(none))
+	fmt.Fprintf(&table, "%-12s %9s %9s %6s %11s %9s\n", "index", "recall@1", "recall@5", "MRR", "abstaining", "recall@5")
+	results := map[string]measure{}
+	for _, ix := range []struct {
+		name string
+		x    *toolsearch.Index
+	}{{"plain BM25", plainBM25()}, {"toolsearch", toolsearch.New()}} {
+		if err := ix.x.Put(toolcorpus.MetaToolServer, tools...); err != nil {
+			t.Fatal(err)
+		}
+		m := score(t, ix.x, queries)
+		m.abstain(t, ix.x, none)
+		results[ix.name] = m
+		fmt.Fprintf(&table, "%-12s %9.3f %9.3f %6.3f %11s %9.3f\n", ix.name, m.r1, m.r5, m.mrr,
+			fmt.Sprintf("%d/%d", m.noneAbstained, m.none), m.r5Abstain)
+	}
+	t.Log(table.String())
+	if ts, plain := results["toolsearch"], results["plain BM25"]; ts.r5 < plain.r5 {
+		t.Errorf("recall@5 %.3f, plain BM25 %.3f", ts.r5, plain.r5)
+	}
+}

@@ -192,3 +192,35 @@ func Catalog(server string, gen uint64, tools []mcp.Tool) *catalog.Catalog {
 
 // View returns the host's View of p.
 func View(p *catalog.Publisher) *snapshot.View { return (*snapshot.View)(p.View()) }
+
+// MetaToolServer is the server the MetaTool subset's tools are put under.
+const MetaToolServer = "metatool"
+
+// MetaTool reads the subset of the MetaTool benchmark kept in
+// testdata/toolcorpus/metatool (see its README): its tools as plain
+// definitions, its labelled queries (wanting MetaToolServer's tools by
+// qualified name) and its queries that need no tool.
+func MetaTool() (tools []mcp.Tool, queries []Query, noAnswer []string, err error) {
+	var raw []struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	}
+	if err := readJSON(filepath.Join("metatool", "tools.json"), &raw); err != nil {
+		return nil, nil, nil, err
+	}
+	for _, t := range raw {
+		tools = append(tools, mcp.NewTool(t.Name, mcp.WithDescription(t.Description)))
+	}
+	if err := readJSON(filepath.Join("metatool", "queries.json"), &queries); err != nil {
+		return nil, nil, nil, err
+	}
+	for i := range queries {
+		for j, w := range queries[i].Want {
+			queries[i].Want[j] = MetaToolServer + "__" + w
+		}
+	}
+	if err := readJSON(filepath.Join("metatool", "noanswer.json"), &noAnswer); err != nil {
+		return nil, nil, nil, err
+	}
+	return tools, queries, noAnswer, nil
+}
