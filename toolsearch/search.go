@@ -345,6 +345,7 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	// best is the query's best possible score: for each concept, the most
 	// any of its terms can give.
 	var best float32
+	var unseen int // words no tool knows, that are no values
 	for start := 0; start < len(s.terms); {
 		c := s.terms[start].concept
 		end := start + 1
@@ -386,9 +387,7 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			}
 		}
 		if most == 0 && !s.terms[start].arg {
-			// No tool knows the word nor its synonyms: it counts
-			// against every tool, unless it is a value.
-			most = x.unseen * idf(n, 1)
+			unseen++
 		}
 		best += most
 		for _, id := range s.inConcept {
@@ -400,11 +399,18 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 		}
 		start = end
 	}
+	best += x.unseenMass(unseen, n)
 	hits := x.topLocked(s, k, f.caps, best)
 	for _, id := range s.touched {
 		s.score[id] = 0
 	}
 	return hits
+}
+
+// unseenMass is what the words no tool knows add to the query's best
+// possible score: each weighs DefaultUnseenWeight times the rarest word.
+func (x *Index) unseenMass(unseen int, n float32) float32 {
+	return x.unseen * idf(n, 1) * float32(unseen)
 }
 
 // idf is BM25's inverse document frequency of a term df of n tools hold.
