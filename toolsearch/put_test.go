@@ -195,3 +195,29 @@ func TestAbstain(t *testing.T) {
 		t.Errorf("exact: %+v", h)
 	}
 }
+
+// scan tells the values a query carries from the words of what it asks,
+// and reads a file name, a URL or an email address as what it is.
+func TestScanValues(t *testing.T) {
+	for in, want := range map[string]string{
+		"forget everything about Carol":     "forget carol*",
+		"what's written in config.yaml":     "writ file configur* yaml*",
+		"kill pid 4312":                     "kill pid 4312*",
+		`repeat back "hello world" please`:  "repeat back hello* world*",
+		"make a folder called backups":      "mak fold backup*",
+		"fetch https://docs.stripe.com/api": "fetch url doc* strip*",
+		"email bob@acme.com the invoice":    "email email bob* acm* com* invoic",
+		"Show the PR list":                  "show pull request list",
+	} {
+		var got []string
+		defaultVocab().scan(in, func(term string, arg bool) {
+			if arg {
+				term += "*"
+			}
+			got = append(got, term)
+		})
+		if g := strings.Join(got, " "); g != want {
+			t.Errorf("scan(%q) = %q, want %q", in, g, want)
+		}
+	}
+}
