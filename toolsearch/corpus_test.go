@@ -33,8 +33,10 @@ func TestCorpusSize(t *testing.T) {
 		t.Fatalf("%d servers, %d tools, %d queries", len(servers), v.NumTools(), len(queries))
 	}
 	for _, q := range queries {
-		if _, ok := v.Tool(q.Want); !ok {
-			t.Errorf("query %q wants %s, which the corpus lacks", q.Text, q.Want)
+		for _, w := range q.Want {
+			if _, ok := v.Tool(w); !ok {
+				t.Errorf("query %q wants %s, which the corpus lacks", q.Text, w)
+			}
 		}
 	}
 }
@@ -47,7 +49,7 @@ func quality(t testing.TB, x *toolsearch.Index, queries []toolcorpus.Query) (r1,
 		if err != nil {
 			t.Fatal(err)
 		}
-		rank := slices.IndexFunc(hits, func(h toolsearch.Hit) bool { return h.Qualified == q.Want }) + 1
+		rank := slices.IndexFunc(hits, func(h toolsearch.Hit) bool { return q.Right(h.Qualified) }) + 1
 		switch {
 		case rank == 0:
 		case rank == 1:
@@ -107,6 +109,53 @@ func TestRecallReplicated(t *testing.T) {
 			if h.Tool.Name() != hits[0].Tool.Name() {
 				t.Fatalf("%q: copies apart: %v", q.Text, hits)
 			}
+		}
+	}
+}
+
+// The user queries cover every server of the corpus and want only tools
+// it has; each half of the split has at least 100 of them, and at least 20
+// no-answer queries (the measure of abstention).
+func TestCorpusSplit(t *testing.T) {
+	servers, _ := corpus(t)
+	users, err := toolcorpus.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := toolcorpus.NoAnswer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := toolcorpus.View(toolcorpus.Publisher(servers, 1))
+	covered := map[string]bool{}
+	seen := map[string]bool{}
+	for _, q := range users {
+		if seen[q.Text] {
+			t.Errorf("query %q twice", q.Text)
+		}
+		seen[q.Text] = true
+		if len(q.Want) == 0 {
+			t.Errorf("query %q wants nothing", q.Text)
+		}
+		for _, w := range q.Want {
+			tool, ok := v.Tool(w)
+			if !ok {
+				t.Errorf("query %q wants %s, which the corpus lacks", q.Text, w)
+				continue
+			}
+			covered[tool.Server()] = true
+		}
+	}
+	for _, s := range servers {
+		if !covered[s.Name] {
+			t.Errorf("no user query wants a tool of %s", s.Name)
+		}
+	}
+	for _, h := range []toolcorpus.Half{toolcorpus.Tuning, toolcorpus.HeldOut} {
+		u, n := toolcorpus.Split(users, h), toolcorpus.SplitTexts(none, h)
+		t.Logf("%s: %d user queries, %d no-answer queries", h, len(u), len(n))
+		if len(u) < 100 || len(n) < 20 {
+			t.Errorf("%s half: %d user queries, %d no-answer queries", h, len(u), len(n))
 		}
 	}
 }
