@@ -92,7 +92,13 @@ type Index struct {
 	unseen   float32
 	// synonymWeight is SynonymWeight, a field so that tuning can vary it.
 	synonymWeight float32
-	hybrid        *Hybrid // nil: words alone
+	// lexWeights weigh the lexicon's relations, a field so that tuning
+	// can vary them.
+	lexWeights lexWeights
+	// unseenByWord counts a query word no tool holds as unseen even when
+	// a word related to it is held.
+	unseenByWord bool
+	hybrid       *Hybrid // nil: words alone
 
 	embedMu sync.Mutex // serializes Embed calls; taken before mu
 
@@ -147,7 +153,7 @@ type posting struct {
 func New(opts ...Option) *Index {
 	x := &Index{
 		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
-		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight,
+		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights,
 		byName: map[string]int32{}, termID: map[string]int32{}, vectors: map[[32]byte][]float32{},
 	}
 	for _, o := range opts {

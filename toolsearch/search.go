@@ -329,7 +329,7 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	// Each concept counts once, in a fixed order, so that a doc's score
 	// sums the same numbers in the same order whatever order the posting
 	// lists are in: equal inputs give bit-equal scores.
-	s.terms = x.voc.queryTerms(text, x.synonymWeight, s.terms)
+	s.terms = x.voc.queryTerms(text, x.synonymWeight, &x.lexWeights, s.terms)
 
 	n := float32(len(x.byName))
 	var avg [numFields]float32
@@ -353,12 +353,14 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			end++
 		}
 		var most float32
+		wordHeld := false
 		s.inConcept = s.inConcept[:0]
 		for _, qt := range s.terms[start:end] {
 			tid, ok := x.termID[qt.term]
 			if !ok {
 				continue
 			}
+			wordHeld = wordHeld || !qt.synonym
 			list := x.postings[tid]
 			idf := qt.weight * idf(n, float32(len(list)))
 			most = max(most, idf)
@@ -386,10 +388,14 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 				s.concept[p.doc] = max(s.concept[p.doc], sc)
 			}
 		}
-		if most == 0 && !s.terms[start].arg {
+		switch {
+		case s.terms[start].arg:
+			best += most
+		case most == 0 || x.unseenByWord && !wordHeld:
 			unseen++
+		default:
+			best += most
 		}
-		best += most
 		for _, id := range s.inConcept {
 			if s.score[id] == 0 {
 				s.touched = append(s.touched, id)

@@ -269,7 +269,9 @@ func lower(s string) string {
 // forms of one word to one term (create, creates, created, creating), and
 // must not merge different words. A short word is left alone.
 func stem(w string) string {
-	if base, ok := irregular[w]; ok {
+	// Irregular forms ("wrote", "forgot", "children") are read as their
+	// words, by WordNet's exception lists (lexicon.go).
+	if base, ok := lexiconForms()[w]; ok {
 		w = base
 	}
 	if len(w) <= 3 || !isASCIILetters(w) {
@@ -307,26 +309,6 @@ func stem(w string) string {
 	}
 	return w
 }
-
-// irregular maps the irregular forms of verbs tools are about to the
-// verb: "who wrote this line" asks what "write" does.
-var irregular = func() map[string]string {
-	m := map[string]string{}
-	for _, forms := range strings.Split(`write wrote written|run ran|make made|send sent|find found|get got gotten|
-		take took taken|give gave|build built|keep kept|leave left|begin began begun|choose chose chosen|
-		draw drew drawn|break broke broken|bring brought|buy bought|think thought|tell told|say said|
-		see saw seen|show shown|grow grew grown|know knew known|throw threw thrown|go went gone|
-		forget forgot forgotten|hide hid hidden|lose lost|mean meant|meet met|pay paid|spend spent|
-		undo undid undone|rewrite rewrote rewritten|overwrite overwrote overwritten|drive drove driven|
-		fly flew flown|hold held|feed fed|sell sold|speak spoke spoken|stand stood|teach taught|
-		understand understood|wake woke woken|win won|freeze froze frozen|split|set|put|cut|read`, "|") {
-		f := strings.Fields(forms)
-		for _, form := range f[1:] {
-			m[form] = f[0]
-		}
-	}
-	return m
-}()
 
 // undouble turns "stopp" (of stopped) back into "stop", but keeps the ll of
 // "install" and the ss of "pass".
@@ -370,7 +352,7 @@ type queryTerm struct {
 // the query asks for when it is also a value), then its synonyms that are
 // no word of the query nor a synonym of an earlier word, sorted by
 // concept and, within one, the word first.
-func (v *vocab) queryTerms(text string, synonymWeight float32, dst []queryTerm) []queryTerm {
+func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, dst []queryTerm) []queryTerm {
 	dst = dst[:0]
 	v.scan(text, func(t string, arg bool) {
 		for i := range dst {
@@ -386,6 +368,26 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, dst []queryTerm) 
 		for _, s := range v.synonyms[dst[c].term] {
 			if !slices.ContainsFunc(dst, func(q queryTerm) bool { return q.term == s }) {
 				dst = append(dst, queryTerm{term: s, weight: synonymWeight, synonym: true, concept: c})
+			}
+		}
+	}
+	if v.lexicon != nil && lw != nil {
+		for c := range words {
+			if dst[c].arg {
+				continue // a value names no tool's purpose
+			}
+			for _, r := range v.lexicon.related[dst[c].term] {
+				w := lw.weight(r)
+				if w == 0 {
+					continue
+				}
+				i := slices.IndexFunc(dst, func(q queryTerm) bool { return q.term == r.term })
+				switch {
+				case i < 0:
+					dst = append(dst, queryTerm{term: r.term, weight: w, synonym: true, concept: c})
+				case dst[i].concept == c && dst[i].synonym && dst[i].weight < w:
+					dst[i].weight = w
+				}
 			}
 		}
 	}
