@@ -66,7 +66,7 @@ func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.co
 // that sets none. It was calibrated on the tuning half of
 // testdata/toolcorpus: the requests no tool does against the ones a tool
 // does (see the package doc).
-const DefaultMinMatch = 0.075
+const DefaultMinMatch = 0.065
 
 // DefaultUnseenWeight is how much a query word that no tool holds (nor
 // any synonym of it) counts in the query's best possible score, in
@@ -74,7 +74,7 @@ const DefaultMinMatch = 0.075
 // what the fleet lacks ("book a flight", "order a pizza") is made of such
 // words. A value the query carries ("Carol", "issue 55", "config.yaml")
 // does not count. Calibrated with DefaultMinMatch.
-const DefaultUnseenWeight = 2
+const DefaultUnseenWeight = 3
 
 // WithMinMatch sets the Match under which a hit is weak (and a query with
 // Abstain gets no hit). Defaults to DefaultMinMatch.
@@ -95,9 +95,6 @@ type Index struct {
 	// lexWeights weigh the lexicon's relations, a field so that tuning
 	// can vary them.
 	lexWeights lexWeights
-	// unseenByWord counts a query word no tool holds as unseen even when
-	// a word related to it is held.
-	unseenByWord bool
 	hybrid       *Hybrid // nil: words alone
 
 	embedMu sync.Mutex // serializes Embed calls; taken before mu

@@ -391,7 +391,10 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 		switch {
 		case s.terms[start].arg:
 			best += most
-		case most == 0 || x.unseenByWord && !wordHeld:
+		case !wordHeld:
+			// A word no tool holds is unseen even when a word the
+			// lexicon or a synonym relates to it is held: the tools
+			// speak of something near, not of what was asked.
 			unseen++
 		default:
 			best += most

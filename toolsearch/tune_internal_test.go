@@ -119,7 +119,6 @@ func TestTuneAbstention(t *testing.T) {
 	for _, u := range []float32{1, 1.5, 2, 2.5, 3, 4} {
 		x := New()
 		x.unseen = u
-		x.unseenByWord = os.Getenv("TOOLSEARCH_BYWORD") != ""
 		x.Sync(v)
 		type found struct {
 			in5   bool
