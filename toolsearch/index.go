@@ -95,7 +95,7 @@ type Index struct {
 	// lexWeights weigh the lexicon's relations, a field so that tuning
 	// can vary them.
 	lexWeights lexWeights
-	hybrid       *Hybrid // nil: words alone
+	hybrid     *Hybrid // nil: words alone
 
 	embedMu sync.Mutex // serializes Embed calls; taken before mu
 
