@@ -52,7 +52,13 @@ type lexRel struct {
 // thing.
 type lexicon struct {
 	related map[string][]lexRel // term -> its relations, by term, best first
+	// compounds are the relations of phrases of two or three words
+	// ("throw away", "get rid of"), by their terms less stop words.
+	compounds map[compoundKey][]lexRel
 }
+
+// compoundKey is the terms of a compound, the third empty for two.
+type compoundKey [3]string
 
 // lexWeights say how much a related term counts, against 1 for the query's
 // word, by kind and sense rank; zero leaves the relation out.
@@ -110,13 +116,35 @@ var builtinLexicon = sync.OnceValue(func() *lexicon {
 		term string
 		kind lexKind
 	}
-	lx := &lexicon{related: map[string][]lexRel{}}
-	best := map[string]map[key]uint8{} // term -> (related, kind) -> best rank
+	lx := &lexicon{related: map[string][]lexRel{}, compounds: map[compoundKey][]lexRel{}}
+	best := map[string]map[key]uint8{}   // term -> (related, kind) -> best rank
+	compound := map[string]compoundKey{} // best's key of a compound -> its key
+	stop := DefaultVocabulary().stop
 	sc := bufio.NewScanner(bytes.NewReader(relations))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), "\t")
 		t := stem(fields[0])
+		if strings.Contains(fields[0], "_") {
+			var ck compoundKey
+			n := 0
+			for _, part := range strings.Split(fields[0], "_") {
+				if stop[part] {
+					continue
+				}
+				if n == len(ck) {
+					n++
+					break
+				}
+				ck[n] = stem(part)
+				n++
+			}
+			if n < 2 || n > len(ck) {
+				continue
+			}
+			t = "_" + strings.Join(ck[:n], " ")
+			compound[t] = ck
+		}
 		m := best[t]
 		if m == nil {
 			m = map[key]uint8{}
@@ -161,6 +189,10 @@ var builtinLexicon = sync.OnceValue(func() *lexicon {
 			}
 			return int(a.rank) - int(b.rank)
 		})
+		if ck, ok := compound[t]; ok {
+			lx.compounds[ck] = rels
+			continue
+		}
 		lx.related[t] = rels
 	}
 	return lx

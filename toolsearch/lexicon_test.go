@@ -99,3 +99,33 @@ func TestLexiconSearch(t *testing.T) {
 		t.Error("DefaultVocabulary has the lexicon off")
 	}
 }
+
+// A phrase of two or three words finds what the lexicon relates it to,
+// by its first word: "throw away" discards, "get rid of" removes. The
+// words apart do not: "throw" and "away" alone relate to neither.
+func TestLexiconCompounds(t *testing.T) {
+	v := &Vocabulary{}
+	if err := v.AddStopWords(DefaultVocabulary().StopWords()...); err != nil {
+		t.Fatal(err)
+	}
+	v.SetLexicon(true)
+	x := New(WithVocabulary(v))
+	if err := x.Put("s", mcp.NewTool("discard", mcp.WithDescription("Discard it")),
+		mcp.NewTool("eliminate", mcp.WithDescription("Eliminate it"))); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{
+		"throw it away":     "s__discard",
+		"get rid of it now": "s__eliminate",
+	} {
+		if hits := mustSearch(t, x, Query{Text: q, K: 1}); len(hits) != 1 || hits[0].Qualified != want {
+			t.Errorf("%q: %v, want %s", q, names(hits), want)
+		}
+	}
+	// The same words apart or reversed are no phrase of the lexicon.
+	for _, q := range []string{"away, throw it", "rid it of, get it"} {
+		if hits := mustSearch(t, x, Query{Text: q, K: -1}); len(hits) != 0 {
+			t.Errorf("%q: %v, want nothing", q, names(hits))
+		}
+	}
+}

@@ -354,13 +354,19 @@ type queryTerm struct {
 // concept and, within one, the word first.
 func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, dst []queryTerm) []queryTerm {
 	dst = dst[:0]
+	// The concepts in the order the words came, for the lexicon's
+	// compounds ("throw away").
+	var seqBuf [32]int
+	seq := seqBuf[:0]
 	v.scan(text, func(t string, arg bool) {
 		for i := range dst {
 			if dst[i].term == t {
 				dst[i].arg = dst[i].arg && arg
+				seq = append(seq, i)
 				return
 			}
 		}
+		seq = append(seq, len(dst))
 		dst = append(dst, queryTerm{term: t, weight: 1, arg: arg, concept: len(dst)})
 	})
 	words := len(dst)
@@ -372,11 +378,8 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, d
 		}
 	}
 	if v.lexicon != nil && lw != nil {
-		for c := range words {
-			if dst[c].arg {
-				continue // a value names no tool's purpose
-			}
-			for _, r := range v.lexicon.related[dst[c].term] {
+		relate := func(c int, rels []lexRel) {
+			for _, r := range rels {
 				w := lw.weight(r)
 				if w == 0 {
 					continue
@@ -387,6 +390,26 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, d
 					dst = append(dst, queryTerm{term: r.term, weight: w, synonym: true, concept: c})
 				case dst[i].concept == c && dst[i].synonym && dst[i].weight < w:
 					dst[i].weight = w
+				}
+			}
+		}
+		for c := range words {
+			if !dst[c].arg { // a value names no tool's purpose
+				relate(c, v.lexicon.related[dst[c].term])
+			}
+		}
+		// A compound's relations go to its first word: "throw away"
+		// asks to discard, and its first word is the verb.
+		for i := range seq {
+			for n := 2; n <= 3 && i+n <= len(seq); n++ {
+				var k compoundKey
+				arg := false
+				for j := range n {
+					k[j] = dst[seq[i+j]].term
+					arg = arg || dst[seq[i+j]].arg
+				}
+				if rels, ok := v.lexicon.compounds[k]; ok && !arg {
+					relate(seq[i], rels)
 				}
 			}
 		}

@@ -30,8 +30,12 @@
 //     pertainyms ("musical" and "music") and the words of the synset's
 //     hypernyms (one step up: "elevation" is a kind of "height").
 //
-// A word is kept when it is one word (no phrases: the index reads single
-// words) and common: WordNet's tag count (how often annotators met it in
+// Phrases are kept as sources of relations, not as words related: a
+// phrasal verb (people say "throw away" and "get rid of" where tools say
+// "discard" and "remove") or a noun phrase in common use, of two or three
+// words; the index finds them among a query's words in a row.
+//
+// A word is kept when it is one word and common: WordNet's tag count (how often annotators met it in
 // the SemCor corpus) is at least -min-tags, or it occurs in the tool texts
 // of the project's corpus and the MetaTool subset (testdata/toolcorpus),
 // which stand for the words tools are described in.
@@ -106,6 +110,23 @@ func (g *generator) keep(w string) bool {
 		return false
 	}
 	return g.wn.tagCount(w) >= g.minTags || g.corpus[w]
+}
+
+// keepCompound reports whether the table holds the relations of the
+// compound lemma ("throw_away", "get_rid_of", "sea_level"): two or three
+// words of letters, a verb (people say "throw away" where tools say
+// "discard") or a noun in common use.
+func (g *generator) keepCompound(lemma string) bool {
+	parts := strings.Split(lemma, "_")
+	if len(parts) < 2 || len(parts) > 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.ContainsFunc(p, func(r rune) bool { return r < 'a' || r > 'z' }) {
+			return false
+		}
+	}
+	return g.wn.index['v'][lemma] != nil || g.wn.tagCount(lemma) >= g.minTags
 }
 
 // relation kinds, as the table names them.
@@ -246,7 +267,7 @@ func (g *generator) table() ([]byte, error) {
 	var lemmas []string
 	for _, m := range g.wn.index {
 		for l := range m {
-			if g.keep(l) {
+			if g.keep(l) || g.keepCompound(l) {
 				lemmas = append(lemmas, l)
 			}
 		}
