@@ -94,8 +94,14 @@ type Index struct {
 	synonymWeight float32
 	// lexWeights weigh the lexicon's relations, a field so that tuning
 	// can vary them.
-	lexWeights lexWeights
-	hybrid     *Hybrid // nil: words alone
+	lexWeights   lexWeights
+	// relatedMaxDF is the share of tools above which a word the lexicon
+	// relates to a query word is left out (never under relatedMinDF
+	// tools), and relatedMax the most of them a query word keeps, by
+	// weighted idf: what the lexicon costs a search.
+	relatedMaxDF float32
+	relatedMax   int
+	hybrid       *Hybrid // nil: words alone
 
 	embedMu sync.Mutex // serializes Embed calls; taken before mu
 
@@ -150,7 +156,7 @@ type posting struct {
 func New(opts ...Option) *Index {
 	x := &Index{
 		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
-		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights,
+		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights, relatedMaxDF: 0.02, relatedMax: 5,
 		byName: map[string]int32{}, termID: map[string]int32{}, vectors: map[[32]byte][]float32{},
 	}
 	for _, o := range opts {

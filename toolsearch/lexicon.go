@@ -3,6 +3,7 @@ package toolsearch
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	_ "embed"
 	"slices"
@@ -28,34 +29,43 @@ const (
 	lexAttribute                   // an adjective and the noun it is a value of: high, height
 	lexPertainym                   // an adjective and the noun it pertains to: musical, music
 	lexHypernym                    // a synset's words and those of the one above it: elevation, height
-	lexSimilar                     // similar adjectives
 	lexVerbHypernym                // a verb and the more general one: delete, remove
 	numLexKinds
 )
 
 // lexRanks is how many senses of a word the table gives relations for.
-const lexRanks = 3
+const lexRanks = 2
 
 // lexKinds are the letters the table names the kinds by.
-var lexKinds = map[byte]lexKind{'s': lexSynonym, 'd': lexDerived, 'a': lexAttribute, 'p': lexPertainym, 'h': lexHypernym, 'm': lexSimilar, 'g': lexVerbHypernym}
+var lexKinds = map[byte]lexKind{'s': lexSynonym, 'd': lexDerived, 'a': lexAttribute, 'p': lexPertainym, 'h': lexHypernym, 'g': lexVerbHypernym}
 
-// lexRel is one relation of a term: the related term, how it is related
-// and through which sense (1 the word's most frequent) of the word.
+// lexRel is one relation of a term: the related term (an index into the
+// lexicon's terms), how it is related and through which sense (1 the
+// word's most frequent) of the word.
 type lexRel struct {
-	term string
+	term int32
 	kind lexKind
 	rank uint8
 }
 
 // lexicon is the table read for an index: relations between terms (words
 // as tokens makes them), so a query word finds a tool's word for the same
-// thing.
+// thing. The relations of one term or compound are a span of rels, by
+// related term, so that the whole lexicon is a few large allocations.
 type lexicon struct {
-	related map[string][]lexRel // term -> its relations, by term, best first
+	terms   []string        // by id
+	rels    []lexRel        // every term's relations, one span each
+	related map[string]span // term -> its relations
 	// compounds are the relations of phrases of two or three words
 	// ("throw away", "get rid of"), by their terms less stop words.
-	compounds map[compoundKey][]lexRel
+	compounds map[compoundKey]span
 }
+
+// span is a range of a lexicon's rels.
+type span struct{ start, end int32 }
+
+// of returns the relations of a span.
+func (lx *lexicon) of(s span) []lexRel { return lx.rels[s.start:s.end] }
 
 // compoundKey is the terms of a compound, the third empty for two.
 type compoundKey [3]string
@@ -67,13 +77,12 @@ type lexWeights [numLexKinds][lexRanks]float32
 // defaultLexWeights were tuned on the tuning half of testdata/toolcorpus
 // (TestTuneLexicon).
 var defaultLexWeights = lexWeights{
-	lexSynonym:      {0.4, 0.25, 0.15},
-	lexDerived:      {0.5, 0.3, 0.2},
-	lexAttribute:    {0.5, 0.3, 0.2},
-	lexPertainym:    {0.5, 0.3, 0.2},
-	lexHypernym:     {0.3, 0.2, 0.1},
-	lexSimilar:      {0.2, 0.1, 0},
-	lexVerbHypernym: {0.3, 0.2, 0.1},
+	lexSynonym:      {0.4, 0.25},
+	lexDerived:      {0.5, 0.3},
+	lexAttribute:    {0.5, 0.3},
+	lexPertainym:    {0.5, 0.3},
+	lexHypernym:     {0.3, 0.2},
+	lexVerbHypernym: {0.3, 0.2},
 }
 
 // weight is the most a relation counts by any of its senses.
@@ -110,21 +119,44 @@ var lexiconForms = sync.OnceValue(func() map[string]string {
 
 // builtinLexicon is the table compiled: each word's relations become the
 // relations of its term, the words related stemmed too.
-var builtinLexicon = sync.OnceValue(func() *lexicon {
+var builtinLexicon = sync.OnceValue(compileLexicon)
+
+// compileLexicon reads the table's relations: each word's become its
+// term's, the words related stemmed too, each (term, kind) once by its
+// best sense.
+func compileLexicon() *lexicon {
 	_, relations := lexiconSections()
-	type key struct {
-		term string
-		kind lexKind
+	lx := &lexicon{related: map[string]span{}, compounds: map[compoundKey]span{}}
+	ids := map[string]int32{}
+	stems := map[string]int32{} // word -> id of its stem, memoized
+	id := func(w string) int32 {
+		if i, ok := stems[w]; ok {
+			return i
+		}
+		t := stem(w)
+		i, ok := ids[t]
+		if !ok {
+			i = int32(len(lx.terms))
+			ids[t] = i
+			lx.terms = append(lx.terms, t)
+		}
+		stems[w] = i
+		return i
 	}
-	lx := &lexicon{related: map[string][]lexRel{}, compounds: map[compoundKey][]lexRel{}}
-	best := map[string]map[key]uint8{}   // term -> (related, kind) -> best rank
-	compound := map[string]compoundKey{} // best's key of a compound -> its key
+	// A source is a term (its id) or a compound (-1 - its index).
+	type entry struct {
+		source int32
+		rel    lexRel
+	}
+	// About 120,000 relations: one allocation, not twenty.
+	entries := make([]entry, 0, 1<<17)
+	var compounds []compoundKey
 	stop := DefaultVocabulary().stop
 	sc := bufio.NewScanner(bytes.NewReader(relations))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), "\t")
-		t := stem(fields[0])
+		var source int32
 		if strings.Contains(fields[0], "_") {
 			var ck compoundKey
 			n := 0
@@ -132,23 +164,18 @@ var builtinLexicon = sync.OnceValue(func() *lexicon {
 				if stop[part] {
 					continue
 				}
-				if n == len(ck) {
-					n++
-					break
+				if n < len(ck) {
+					ck[n] = lx.terms[id(part)]
 				}
-				ck[n] = stem(part)
 				n++
 			}
 			if n < 2 || n > len(ck) {
 				continue
 			}
-			t = "_" + strings.Join(ck[:n], " ")
-			compound[t] = ck
-		}
-		m := best[t]
-		if m == nil {
-			m = map[key]uint8{}
-			best[t] = m
+			source = -1 - int32(len(compounds))
+			compounds = append(compounds, ck)
+		} else {
+			source = id(fields[0])
 		}
 		for _, sense := range fields[1:] {
 			// "pos rank kind:word,word kind:word..."
@@ -163,37 +190,44 @@ var builtinLexicon = sync.OnceValue(func() *lexicon {
 					continue
 				}
 				for _, w := range strings.Split(rel[2:], ",") {
-					r := stem(w)
-					if r == t {
-						continue
-					}
-					k := key{r, kind}
-					if old, ok := m[k]; !ok || uint8(rank) < old {
-						m[k] = uint8(rank)
+					if r := id(w); r != source {
+						entries = append(entries, entry{source, lexRel{term: r, kind: kind, rank: uint8(rank)}})
 					}
 				}
 			}
 		}
 	}
-	for t, m := range best {
-		rels := make([]lexRel, 0, len(m))
-		for k, rank := range m {
-			rels = append(rels, lexRel{term: k.term, kind: k.kind, rank: rank})
+	// By source, then related term, kind and rank: the first of each
+	// (source, term, kind) is its best sense.
+	slices.SortFunc(entries, func(a, b entry) int {
+		if a.source != b.source {
+			return cmp.Compare(a.source, b.source)
 		}
-		slices.SortFunc(rels, func(a, b lexRel) int {
-			if c := strings.Compare(a.term, b.term); c != 0 {
-				return c
-			}
-			if a.kind != b.kind {
-				return int(a.kind) - int(b.kind)
-			}
-			return int(a.rank) - int(b.rank)
-		})
-		if ck, ok := compound[t]; ok {
-			lx.compounds[ck] = rels
-			continue
+		if c := strings.Compare(lx.terms[a.rel.term], lx.terms[b.rel.term]); c != 0 {
+			return c
 		}
-		lx.related[t] = rels
+		if a.rel.kind != b.rel.kind {
+			return cmp.Compare(a.rel.kind, b.rel.kind)
+		}
+		return cmp.Compare(a.rel.rank, b.rel.rank)
+	})
+	entries = slices.CompactFunc(entries, func(a, b entry) bool {
+		return a.source == b.source && a.rel.term == b.rel.term && a.rel.kind == b.rel.kind
+	})
+	lx.rels = make([]lexRel, len(entries))
+	for i := 0; i < len(entries); {
+		j := i
+		for j < len(entries) && entries[j].source == entries[i].source {
+			lx.rels[j] = entries[j].rel
+			j++
+		}
+		sp := span{int32(i), int32(j)}
+		if src := entries[i].source; src >= 0 {
+			lx.related[lx.terms[src]] = sp
+		} else {
+			lx.compounds[compounds[-1-src]] = sp
+		}
+		i = j
 	}
 	return lx
-})
+}

@@ -1,10 +1,13 @@
 package toolsearch
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/internal/testkit/cputime"
 )
 
 // The lexicon reads irregular forms as their words, unless the form is a
@@ -27,8 +30,9 @@ func TestLexicon(t *testing.T) {
 		t.Errorf("stem: forgot %q, forget %q, children %q, child %q", stem("forgot"), stem("forget"), stem("children"), stem("child"))
 	}
 	related := func(a, b string) (lexRel, bool) {
-		rels := builtinLexicon().related[stem(a)]
-		i := slices.IndexFunc(rels, func(r lexRel) bool { return r.term == stem(b) })
+		lx := builtinLexicon()
+		rels := lx.of(lx.related[stem(a)])
+		i := slices.IndexFunc(rels, func(r lexRel) bool { return lx.terms[r.term] == stem(b) })
 		if i < 0 {
 			return lexRel{}, false
 		}
@@ -38,7 +42,7 @@ func TestLexicon(t *testing.T) {
 		a, b string
 		kind lexKind
 	}{
-		{"erase", "delete", lexSynonym},
+		{"erase", "delete", lexVerbHypernym}, // its second sense is a kind of deleting
 		{"purchase", "buy", lexSynonym},
 		{"tall", "height", lexAttribute},
 		{"deep", "depth", lexAttribute},
@@ -128,4 +132,24 @@ func TestLexiconCompounds(t *testing.T) {
 			t.Errorf("%q: %v, want nothing", q, names(hits))
 		}
 	}
+}
+
+// BenchmarkLexicon is the lexicon's compilation, done once per process at
+// the first index with it; heap-bytes is what the compiled lexicon keeps.
+func BenchmarkLexicon(b *testing.B) {
+	lexiconForms()
+	var keep *lexicon
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ReportAllocs()
+	cpu := cputime.Process()
+	for b.Loop() {
+		keep = compileLexicon()
+	}
+	cputime.Report(b, cpu)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "heap-bytes")
+	runtime.KeepAlive(keep)
 }

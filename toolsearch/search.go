@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -316,6 +317,9 @@ type scratch struct {
 	concept   []float32 // a concept's best term, per doc
 	inConcept []int32   // the docs concept holds
 	terms     []queryTerm
+	widf      []float32 // a concept's lexical terms' weighted idf
+	visited   int       // postings walked, for tests
+	seen      map[string]int
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -329,7 +333,10 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	// Each concept counts once, in a fixed order, so that a doc's score
 	// sums the same numbers in the same order whatever order the posting
 	// lists are in: equal inputs give bit-equal scores.
-	s.terms = x.voc.queryTerms(text, x.synonymWeight, &x.lexWeights, s.terms)
+	if s.seen == nil {
+		s.seen = map[string]int{}
+	}
+	s.terms = x.voc.queryTerms(text, x.synonymWeight, &x.lexWeights, s.terms, s.seen)
 
 	n := float32(len(x.byName))
 	var avg [numFields]float32
@@ -341,6 +348,13 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	s.touched = s.touched[:0]
 	if len(s.concept) < len(x.docs) {
 		s.concept = make([]float32, len(x.docs))
+	}
+	// A word the lexicon relates counts only when at most maxDF tools
+	// hold it: a word most tools hold tells nothing, and walking its list
+	// costs the most.
+	maxDF := len(x.docs)
+	if x.relatedMaxDF > 0 {
+		maxDF = max(int(x.relatedMaxDF*n), relatedMinDF)
 	}
 	// best is the query's best possible score: for each concept, the most
 	// any of its terms can give.
@@ -355,6 +369,21 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 		var most float32
 		wordHeld := false
 		s.inConcept = s.inConcept[:0]
+		// Of the lexicon's words, only the best relatedMax by weighted
+		// idf count: the rest would seldom change the ranking.
+		cut := float32(0)
+		if x.relatedMax > 0 {
+			s.widf = s.widf[:0]
+			for _, qt := range s.terms[start:end] {
+				if tid, ok := x.termID[qt.term]; ok && qt.lexical && len(x.postings[tid]) <= maxDF {
+					s.widf = append(s.widf, qt.weight*idf(n, float32(len(x.postings[tid]))))
+				}
+			}
+			if len(s.widf) > x.relatedMax {
+				slices.SortFunc(s.widf, func(a, b float32) int { return cmp.Compare(b, a) })
+				cut = s.widf[x.relatedMax-1]
+			}
+		}
 		for _, qt := range s.terms[start:end] {
 			tid, ok := x.termID[qt.term]
 			if !ok {
@@ -362,7 +391,14 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			}
 			wordHeld = wordHeld || !qt.synonym
 			list := x.postings[tid]
+			if qt.lexical && len(list) > maxDF {
+				continue
+			}
 			idf := qt.weight * idf(n, float32(len(list)))
+			if qt.lexical && idf < cut {
+				continue
+			}
+			s.visited += len(list)
 			most = max(most, idf)
 			for i := range list {
 				p := &list[i]
@@ -415,6 +451,10 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	}
 	return hits
 }
+
+// relatedMinDF is the least maxDF of a search: in a small index, a word
+// a few tools hold still tells them apart.
+const relatedMinDF = 16
 
 // unseenMass is what the words no tool knows add to the query's best
 // possible score: each weighs DefaultUnseenWeight times the rarest word.

@@ -345,14 +345,18 @@ type queryTerm struct {
 	weight  float32
 	concept int
 	arg     bool
-	synonym bool
+	synonym bool // a synonym of the word, or a word the lexicon relates
+	lexical bool // a word the lexicon relates
 }
 
 // queryTerms returns the concepts of a query: each word once (as a word
 // the query asks for when it is also a value), then its synonyms that are
 // no word of the query nor a synonym of an earlier word, sorted by
 // concept and, within one, the word first.
-func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, dst []queryTerm) []queryTerm {
+//
+// seen, when not nil, is a map queryTerms may clear and use, so that a
+// query with many related words costs no allocation.
+func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, dst []queryTerm, seen map[string]int) []queryTerm {
 	dst = dst[:0]
 	// The concepts in the order the words came, for the lexicon's
 	// compounds ("throw away").
@@ -378,16 +382,25 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, d
 		}
 	}
 	if v.lexicon != nil && lw != nil {
+		if seen == nil {
+			seen = map[string]int{}
+		}
+		clear(seen)
+		for i, q := range dst {
+			seen[q.term] = i
+		}
 		relate := func(c int, rels []lexRel) {
 			for _, r := range rels {
 				w := lw.weight(r)
 				if w == 0 {
 					continue
 				}
-				i := slices.IndexFunc(dst, func(q queryTerm) bool { return q.term == r.term })
+				term := v.lexicon.terms[r.term]
+				i, ok := seen[term]
 				switch {
-				case i < 0:
-					dst = append(dst, queryTerm{term: r.term, weight: w, synonym: true, concept: c})
+				case !ok:
+					seen[term] = len(dst)
+					dst = append(dst, queryTerm{term: term, weight: w, synonym: true, lexical: true, concept: c})
 				case dst[i].concept == c && dst[i].synonym && dst[i].weight < w:
 					dst[i].weight = w
 				}
@@ -395,7 +408,9 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, d
 		}
 		for c := range words {
 			if !dst[c].arg { // a value names no tool's purpose
-				relate(c, v.lexicon.related[dst[c].term])
+				if sp, ok := v.lexicon.related[dst[c].term]; ok {
+					relate(c, v.lexicon.of(sp))
+				}
 			}
 		}
 		// A compound's relations go to its first word: "throw away"
@@ -408,8 +423,8 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, d
 					k[j] = dst[seq[i+j]].term
 					arg = arg || dst[seq[i+j]].arg
 				}
-				if rels, ok := v.lexicon.compounds[k]; ok && !arg {
-					relate(seq[i], rels)
+				if sp, ok := v.lexicon.compounds[k]; ok && !arg {
+					relate(seq[i], v.lexicon.of(sp))
 				}
 			}
 		}

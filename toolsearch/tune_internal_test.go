@@ -234,6 +234,11 @@ func TestTuneLexicon(t *testing.T) {
 	t.Logf("%-40s %s", "default", fmtEval(b.eval(nil)))
 	t.Logf("%-40s %s", "no lexicon, no hand synonyms", fmtEval(b.eval(func(x *Index) { x.lexWeights = lexWeights{} }, WithVocabulary(noHand()))))
 	t.Logf("%-40s %s", "default, no hand synonyms", fmtEval(b.eval(nil, WithVocabulary(noHand()))))
+	for _, df := range []float32{0.01, 0.02, 0.05, 1} {
+		for _, m := range []int{0, 5} {
+			t.Logf("related max df %.2f, best %2d %-12s %s", df, m, "", fmtEval(b.eval(func(x *Index) { x.relatedMaxDF, x.relatedMax = df, m })))
+		}
+	}
 	if os.Getenv("TOOLSEARCH_TUNE") != "kinds" {
 		return
 	}
@@ -241,7 +246,7 @@ func TestTuneLexicon(t *testing.T) {
 		for _, w := range []float32{0, 0.2, 0.4, 0.6} {
 			lw := defaultLexWeights
 			for r := range lexRanks {
-				lw[k][r] = w * []float32{1, 0.6, 0.4}[r]
+				lw[k][r] = w * []float32{1, 0.6}[r]
 			}
 			t.Logf("kind %d weight %.1f %-24s %s", k, w, "", fmtEval(b.eval(func(x *Index) { x.lexWeights = lw })))
 		}
