@@ -94,7 +94,7 @@ type Index struct {
 	synonymWeight float32
 	// lexWeights weigh the lexicon's relations, a field so that tuning
 	// can vary them.
-	lexWeights   lexWeights
+	lexWeights lexWeights
 	// relatedMaxDF is the share of tools above which a word the lexicon
 	// relates to a query word is left out (never under relatedMinDF
 	// tools), and relatedMax the most of them a query word keeps, by

