@@ -66,7 +66,7 @@ func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.co
 // that sets none. It was calibrated on the tuning half of
 // testdata/toolcorpus: the requests no tool does against the ones a tool
 // does (see the package doc).
-const DefaultMinMatch = 0.065
+const DefaultMinMatch = 0.06
 
 // DefaultUnseenWeight is how much a query word that no tool holds (nor
 // any synonym of it) counts in the query's best possible score, in
