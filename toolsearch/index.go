@@ -68,9 +68,10 @@ func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.co
 // does (see the package doc).
 const DefaultMinMatch = 0.06
 
-// DefaultUnseenWeight is how much a query word that no tool holds (nor
-// any synonym of it) counts in the query's best possible score, in
-// multiples of the weight of the rarest word a tool holds: a request for
+// DefaultUnseenWeight is how much a query word that no tool holds (even
+// if a synonym or a related word of it is held) counts in the query's best
+// possible score, in multiples of the weight of the rarest word a tool
+// holds: a request for
 // what the fleet lacks ("book a flight", "order a pizza") is made of such
 // words. A value the query carries ("Carol", "issue 55", "config.yaml")
 // does not count. Calibrated with DefaultMinMatch.

@@ -13,7 +13,8 @@ import (
 // Vocabulary is the words an index reads alike or not at all: synonyms
 // (a query word also looks for the others of its groups, at
 // SynonymWeight), abbreviations (a short form is read as its long form,
-// in tools and queries alike) and stop words (read in neither). A host
+// in tools and queries alike), stop words (read in neither) and whether
+// the built-in English lexicon relates a query's words to others. A host
 // starts from DefaultVocabulary, adds the words of its domain and removes
 // the ones that mislead it, and gives the result to an index with
 // WithVocabulary or SetVocabulary; the index keeps its own copy, so a
@@ -26,10 +27,11 @@ type Vocabulary struct {
 	lexicon       bool              // read with the built-in lexicon
 }
 
-// DefaultVocabulary returns a copy of the built-in lists, for a host to
-// change. They are kept small: each synonym group is there because the
-// tuning queries of testdata/toolcorpus find more of what they want with
-// it than without it (TestVocabularyEarnsItsPlace measures every group).
+// DefaultVocabulary returns a copy of the built-in lists, with the
+// lexicon on (see SetLexicon), for a host to change. They are kept small:
+// each synonym group is there because the tuning queries of
+// testdata/toolcorpus find more of what they want with it than without it
+// (TestVocabularyEarnsItsPlace measures every group, and the lexicon).
 func DefaultVocabulary() *Vocabulary {
 	v := &Vocabulary{abbreviations: maps.Clone(builtinAbbreviations), stop: map[string]bool{}, lexicon: true}
 	for _, w := range strings.Fields(builtinStop) {
@@ -155,7 +157,7 @@ func (v *Vocabulary) RemoveStopWords(words ...string) {
 // less than the word itself: its synonyms in its most frequent senses, its
 // derived forms ("elevate" and "elevation"), the nouns its adjectives are
 // values of ("high" and "height") and, lower still, the more general words
-// above it ("histogram" finds "chart"). DefaultVocabulary has it on; a
+// above it ("sedan" finds "car"). DefaultVocabulary has it on; a
 // Vocabulary built from the zero value has it off. Irregular forms
 // ("forgot", "children") are read as their words either way.
 func (v *Vocabulary) SetLexicon(on bool) { v.lexicon = on }
