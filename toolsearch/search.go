@@ -345,6 +345,16 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			avg[i] = max(float32(x.lenSum[i])/n, 1)
 		}
 	}
+	// b over the average length of each field, and whether the filter
+	// keeps every doc: the inner loop then reads only the postings and
+	// the dense lens.
+	var bAvg [numFields]float32
+	for i := range numFields {
+		if avg[i] > 0 {
+			bAvg[i] = x.b / avg[i]
+		}
+	}
+	all := f.servers == nil && f.exclude == nil && f.require == 0
 	s.touched = s.touched[:0]
 	if len(s.concept) < len(x.docs) {
 		s.concept = make([]float32, len(x.docs))
@@ -402,16 +412,16 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			most = max(most, idf)
 			for i := range list {
 				p := &list[i]
-				d := &x.docs[p.doc]
-				if !f.keep(d) {
+				if !all && !f.keep(&x.docs[p.doc]) {
 					continue
 				}
+				lens := &x.lens[p.doc]
 				var tf float32
 				for fl := range numFields {
 					if p.tf[fl] == 0 {
 						continue
 					}
-					norm := 1 - x.b + x.b*float32(d.lens[fl])/avg[fl]
+					norm := 1 - x.b + bAvg[fl]*float32(lens[fl])
 					tf += x.weights[fl] * float32(p.tf[fl]) / norm
 				}
 				if tf == 0 {
