@@ -33,12 +33,14 @@ func TestSearchCost(t *testing.T) {
 		{"df 0.05 best 5", func(x *Index) { x.relatedMaxDF, x.relatedMax = 0.05, 5 }},
 		{"df 0.02 best 5", func(x *Index) { x.relatedMaxDF, x.relatedMax = 0.02, 5 }},
 		{"df 0.02 best 3", func(x *Index) { x.relatedMaxDF, x.relatedMax = 0.02, 3 }},
+		{"df 0.01 best 5", func(x *Index) { x.relatedMaxDF, x.relatedMax = 0.01, 5 }},
+		{"df 0.01 best 3", func(x *Index) { x.relatedMaxDF, x.relatedMax = 0.01, 3 }},
 	} {
 		x := New()
 		c.set(x)
 		x.Sync(v)
 		s := scratchPool.Get().(*scratch)
-		total := 0
+		total, touched := 0, 0
 		for _, q := range queries {
 			s.visited = 0
 			scratchPool.Put(s)
@@ -47,8 +49,9 @@ func TestSearchCost(t *testing.T) {
 			x.mu.RUnlock()
 			s = scratchPool.Get().(*scratch)
 			total += s.visited
+			touched += len(s.touched)
 		}
-		t.Logf("%-16s %d tools: %.0f postings a search", c.name, x.Len(), float64(total)/float64(len(queries)))
+		t.Logf("%-16s %d tools: %.0f postings, %.0f tools scored a search", c.name, x.Len(), float64(total)/float64(len(queries)), float64(touched)/float64(len(queries)))
 	}
 }
 

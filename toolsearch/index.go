@@ -158,7 +158,7 @@ type posting struct {
 func New(opts ...Option) *Index {
 	x := &Index{
 		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
-		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights, relatedMaxDF: 0.02, relatedMax: 5,
+		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights, relatedMaxDF: 0.01, relatedMax: 5,
 		byName: map[string]int32{}, termID: map[string]int32{}, vectors: map[[32]byte][]float32{},
 	}
 	for _, o := range opts {
