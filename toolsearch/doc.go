@@ -43,25 +43,25 @@
 //
 // Beyond the lists, the default vocabulary reads English with a lexicon
 // derived from WordNet ([Vocabulary.SetLexicon]): a query word also looks
-// for the words WordNet relates to it in its two most frequent senses —
+// for the words WordNet relates to it in its two most frequent senses:
 // its synonyms ("purchase" finds "buy"), derived forms ("elevate" finds
 // "elevation"), the noun an adjective is a value of ("tall" finds
-// "height"), the noun an adjective pertains to, and the more general words
-// one step up ("sedan" finds "car") — each counting less than the
-// word itself (a half to a fifth, by kind and sense), and a word and the
-// words related to it count once, by the best of them, as synonyms do. A
-// phrase of the query that WordNet knows ("throw away", "get rid of",
-// "shut down") relates by itself, through its first word. To keep a
-// search cheap, a related word that more than 2% of the tools hold is left
-// out (it tells nothing), and a query word keeps its 5 best related words
-// by weighted idf. WordNet's exception lists read irregular forms as their
-// words ("wrote" is "write", "children" is "child") whether the lexicon is
-// on or not. The lexicon is a table compiled once per process, at the
-// first index that uses it (about 0.1 s of CPU and 2.3 MB kept); its
-// license is WordNet's, in LICENSE.wordnet beside this package. Beyond
-// that, the reading knows that -ize words meet their nouns ("memorize"
-// meets "memory") and that a file name, a URL or an email address in a
-// query asks for a file, a URL or an email.
+// "height"), the noun an adjective pertains to, and the more general
+// words one step up ("sedan" finds "car"). Each counts less than the word
+// itself (a half to a fifth, by kind and sense), and a word and the words
+// related to it count once, by the best of them, as synonyms do. A phrase
+// of the query that WordNet knows ("throw away", "get rid of", "shut
+// down") relates by itself, through its first word. To keep a search
+// cheap, a related word that more than 1% of the tools (and more than 16)
+// hold is left out (it tells nothing), and a query word keeps its 5 best
+// related words by weighted idf. WordNet's exception lists read irregular
+// forms as their words ("wrote" is "write", "children" is "child")
+// whether the lexicon is on or not. The lexicon is a table compiled once
+// per process, at the first index that uses it (about 0.1 s of CPU, 2.3
+// MB kept); its license is WordNet's, in LICENSE.wordnet beside this
+// package. Beyond that, the reading knows that -ize words meet their
+// nouns ("memorize" meets "memory") and that a file name, a URL or an
+// email address in a query asks for a file, a URL or an email.
 //
 // # Abstention: what Match means
 //
