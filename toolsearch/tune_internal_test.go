@@ -216,8 +216,11 @@ func fmtEval(r [3][2]float64) string {
 	return fmt.Sprintf("tuning %.3f/%.3f project %.3f/%.3f metatool %.3f/%.3f", r[0][0], r[0][1], r[1][0], r[1][1], r[2][0], r[2][1])
 }
 
-// TestTuneLexicon prints the quality of the lexicon's weights, kind by
-// kind, on the tuning half, the project's queries and MetaTool.
+// TestTuneLexicon prints the quality of the index with and without the
+// lexicon and the synonym groups, and of the lexicon's cost cuts, on the
+// tuning half, the project's queries and MetaTool; with
+// TOOLSEARCH_TUNE=kinds also each kind's weight. It reads no held-out
+// query.
 //
 //	TOOLSEARCH_TUNE=1 go test -run TestTuneLexicon -v ./toolsearch/
 func TestTuneLexicon(t *testing.T) {
