@@ -106,8 +106,9 @@ func TestLexiconSearch(t *testing.T) {
 }
 
 // A phrase of two or three words finds what the lexicon relates it to,
-// by its first word: "throw away" discards, "get rid of" removes. The
-// words apart do not: "throw" and "away" alone relate to neither.
+// by its first word: "throw away" discards, "get rid of" removes; its
+// words count less by themselves. The words apart do not: "throw" and
+// "away" alone relate to neither.
 func TestLexiconCompounds(t *testing.T) {
 	v := &Vocabulary{}
 	if err := v.AddStopWords(DefaultVocabulary().StopWords()...); err != nil {
@@ -115,8 +116,11 @@ func TestLexiconCompounds(t *testing.T) {
 	}
 	v.SetLexicon(true)
 	x := New(WithVocabulary(v))
+	// get_value holds "get" of "get rid of": the phrase's words mean the
+	// phrase, so it must not win.
 	if err := x.Put("s", mcp.NewTool("discard", mcp.WithDescription("Discard it")),
-		mcp.NewTool("eliminate", mcp.WithDescription("Eliminate it"))); err != nil {
+		mcp.NewTool("eliminate", mcp.WithDescription("Eliminate it")),
+		mcp.NewTool("get_value", mcp.WithDescription("Get a value"))); err != nil {
 		t.Fatal(err)
 	}
 	for q, want := range map[string]string{
@@ -128,7 +132,7 @@ func TestLexiconCompounds(t *testing.T) {
 		}
 	}
 	// The same words apart or reversed are no phrase of the lexicon.
-	for _, q := range []string{"away, throw it", "rid it of, get it"} {
+	for _, q := range []string{"away, throw it", "rid it of"} {
 		if hits := mustSearch(t, x, Query{Text: q, K: -1}); len(hits) != 0 {
 			t.Errorf("%q: %v, want nothing", q, names(hits))
 		}

@@ -435,7 +435,9 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			}
 		}
 		switch {
-		case s.terms[start].arg:
+		case s.terms[start].arg || s.terms[start].phrase:
+			// A value, or a word of a phrase (whose meaning its
+			// related words carry): never unseen.
 			best += most
 		case !wordHeld:
 			// A word no tool holds is unseen even when a word the
