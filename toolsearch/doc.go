@@ -51,7 +51,8 @@
 // itself (a half to a fifth, by kind and sense), and a word and the words
 // related to it count once, by the best of them, as synonyms do. A phrase
 // of the query that WordNet knows ("throw away", "get rid of", "shut
-// down") relates by itself, through its first word. To keep a search
+// down") relates by itself, through its first word, and its words count
+// little alone ("get rid of" asks for no getter). To keep a search
 // cheap, a related word that more than 1% of the tools (and more than 16)
 // hold is left out (it tells nothing), and a query word keeps its 5 best
 // related words by weighted idf. WordNet's exception lists read irregular
@@ -74,10 +75,11 @@
 // synonym or a related word of it is held (the tools then speak of
 // something near, not of what was asked), because a request for
 // something the fleet lacks ("book a flight", "order a pizza") is made of
-// such words; a value the query carries is left out (a number, a quoted
-// string, a capitalized name inside the text, the word after "called" or
-// "named", a file name, a URL), because an argument says nothing about
-// which tool is wanted. Match is between 0 and 1 and does not depend on
+// such words. A value the query carries is never unseen (a number, a
+// quoted string, a capitalized name inside the text, the word after
+// "called" or "named", a file name, a URL), because an argument says
+// nothing about which tool is wanted; nor is a word of a phrase the
+// lexicon knows ("rid" of "get rid of"), whose meaning is the phrase's. Match is between 0 and 1 and does not depend on
 // the size of the index or on the units of BM25.
 //
 // A hit under the index's MinMatch ([DefaultMinMatch], [WithMinMatch]) is
