@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcpfleet/mcpfleet/internal/testkit/cputime"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/toolcorpus"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 	"github.com/mcpfleet/mcpfleet/toolsearch"
@@ -170,23 +171,37 @@ func benchView(b *testing.B, n int) (*snapshot.View, []toolcorpus.Query) {
 // BenchmarkSearch is one BM25 query, top 5, over the corpus replicated to
 // 10,000 tools; the queries cycle through the labelled set. It reports
 // the p50 and p99 latency of the queries it ran.
+//
+// lexicon=off is the same index with the vocabulary's lexicon off, for
+// what WordNet's relations cost a search. cpu-ns/op is the process's CPU
+// time, steadier than wall time on a shared machine.
 func BenchmarkSearch(b *testing.B) {
 	for _, n := range []int{400, 10000} {
-		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			v, queries := benchView(b, n)
-			x := toolsearch.New()
-			x.Sync(v)
-			lat := latencies{}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				lat.time(func() {
-					if _, err := x.Search(toolsearch.Query{Text: queries[i%len(queries)].Text}); err != nil {
-						b.Fatal(err)
-					}
-				})
+		for _, lexicon := range []bool{true, false} {
+			name := fmt.Sprintf("tools=%d", n)
+			if !lexicon {
+				name += "/lexicon=off"
 			}
-			lat.report(b)
-		})
+			b.Run(name, func(b *testing.B) {
+				v, queries := benchView(b, n)
+				voc := toolsearch.DefaultVocabulary()
+				voc.SetLexicon(lexicon)
+				x := toolsearch.New(toolsearch.WithVocabulary(voc))
+				x.Sync(v)
+				lat := latencies{}
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu := cputime.Process()
+				for i := 0; b.Loop(); i++ {
+					lat.time(func() {
+						if _, err := x.Search(toolsearch.Query{Text: queries[i%len(queries)].Text}); err != nil {
+							b.Fatal(err)
+						}
+					})
+				}
+				cputime.Report(b, cpu)
+				lat.report(b)
+			})
+		}
 	}
 }

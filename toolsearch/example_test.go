@@ -62,3 +62,30 @@ func ExampleVocabulary() {
 	// Output:
 	// infra__apply
 }
+
+// The default vocabulary reads English with a lexicon from WordNet: "how
+// tall" asks for a height, "get rid of" for a removal, though no synonym
+// group says so. A host whose words mislead it turns the lexicon off.
+func ExampleVocabulary_SetLexicon() {
+	tools := []mcp.Tool{
+		mcp.NewTool("get_height", mcp.WithDescription("Get the height of a building")),
+		mcp.NewTool("eliminate_duplicates", mcp.WithDescription("Eliminate duplicate rows from a table")),
+	}
+	x := toolsearch.New()
+	_ = x.Put("db", tools...)
+	for _, q := range []string{"how tall is the tower", "get rid of the doubles"} {
+		hits, _ := x.Search(toolsearch.Query{Text: q, K: 1})
+		fmt.Println(q, "->", hits[0].Qualified)
+	}
+
+	v := toolsearch.DefaultVocabulary()
+	v.SetLexicon(false)
+	y := toolsearch.New(toolsearch.WithVocabulary(v))
+	_ = y.Put("db", tools...)
+	hits, _ := y.Search(toolsearch.Query{Text: "how tall is the tower"})
+	fmt.Println(len(hits), "hits without the lexicon")
+	// Output:
+	// how tall is the tower -> db__get_height
+	// get rid of the doubles -> db__eliminate_duplicates
+	// 0 hits without the lexicon
+}

@@ -66,15 +66,16 @@ func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.co
 // that sets none. It was calibrated on the tuning half of
 // testdata/toolcorpus: the requests no tool does against the ones a tool
 // does (see the package doc).
-const DefaultMinMatch = 0.075
+const DefaultMinMatch = 0.06
 
-// DefaultUnseenWeight is how much a query word that no tool holds (nor
-// any synonym of it) counts in the query's best possible score, in
-// multiples of the weight of the rarest word a tool holds: a request for
+// DefaultUnseenWeight is how much a query word that no tool holds (even
+// if a synonym or a related word of it is held) counts in the query's best
+// possible score, in multiples of the weight of the rarest word a tool
+// holds: a request for
 // what the fleet lacks ("book a flight", "order a pizza") is made of such
 // words. A value the query carries ("Carol", "issue 55", "config.yaml")
 // does not count. Calibrated with DefaultMinMatch.
-const DefaultUnseenWeight = 2
+const DefaultUnseenWeight = 3
 
 // WithMinMatch sets the Match under which a hit is weak (and a query with
 // Abstain gets no hit). Defaults to DefaultMinMatch.
@@ -92,19 +93,29 @@ type Index struct {
 	unseen   float32
 	// synonymWeight is SynonymWeight, a field so that tuning can vary it.
 	synonymWeight float32
-	hybrid        *Hybrid // nil: words alone
+	// lexWeights weigh the lexicon's relations, a field so that tuning
+	// can vary them.
+	lexWeights lexWeights
+	// relatedMaxDF is the share of tools above which a word the lexicon
+	// relates to a query word is left out (never under relatedMinDF
+	// tools), and relatedMax the most of them a query word keeps, by
+	// weighted idf: what the lexicon costs a search.
+	relatedMaxDF float32
+	relatedMax   int
+	hybrid       *Hybrid // nil: words alone
 
 	embedMu sync.Mutex // serializes Embed calls; taken before mu
 
 	mu sync.RWMutex
 	// Guarded by mu.
-	voc       *vocab           // immutable; SetVocabulary swaps it
-	docs      []doc            // by doc id; a free slot has no name
-	free      []int32          // free doc ids
-	byName    map[string]int32 // qualified name -> doc id
-	termID    map[string]int32 // term -> term id
-	terms     []string         // by term id; "" when free
-	postings  [][]posting      // by term id
+	voc       *vocab              // immutable; SetVocabulary swaps it
+	docs      []doc               // by doc id; a free slot has no name
+	lens      [][numFields]uint16 // by doc id, the docs' lens: dense, for the ranking's inner loop
+	free      []int32             // free doc ids
+	byName    map[string]int32    // qualified name -> doc id
+	termID    map[string]int32    // term -> term id
+	terms     []string            // by term id; "" when free
+	postings  [][]posting         // by term id
 	freeTerms []int32
 	lenSum    [numFields]int64       // sum of field lengths over live docs
 	mark      uint32                 // Sync's sweep mark
@@ -147,7 +158,7 @@ type posting struct {
 func New(opts ...Option) *Index {
 	x := &Index{
 		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
-		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight,
+		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights, relatedMaxDF: 0.01, relatedMax: 5,
 		byName: map[string]int32{}, termID: map[string]int32{}, vectors: map[[32]byte][]float32{},
 	}
 	for _, o := range opts {
@@ -302,6 +313,7 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 	} else {
 		id = int32(len(x.docs))
 		x.docs = append(x.docs, doc{})
+		x.lens = append(x.lens, [numFields]uint16{})
 	}
 	def := t.Definition()
 	d := doc{tool: t, qualified: t.Qualified(), server: t.Server(), hash: hash, hints: hintsOf(def.Annotations), mark: x.mark}
@@ -361,6 +373,7 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 	for f := range numFields {
 		x.lenSum[f] += int64(d.lens[f])
 	}
+	x.lens[id] = d.lens
 	x.docs[id] = d
 	x.byName[d.qualified] = id
 	return id
@@ -393,6 +406,7 @@ func (x *Index) removeLocked(id int32) {
 	for f := range numFields {
 		x.lenSum[f] -= int64(d.lens[f])
 	}
+	x.lens[id] = [numFields]uint16{}
 	delete(x.byName, d.qualified)
 	*d = doc{}
 	x.free = append(x.free, id)

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -316,6 +317,9 @@ type scratch struct {
 	concept   []float32 // a concept's best term, per doc
 	inConcept []int32   // the docs concept holds
 	terms     []queryTerm
+	widf      []float32 // a concept's lexical terms' weighted idf
+	visited   int       // postings walked, for tests
+	seen      map[string]int
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -329,7 +333,10 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	// Each concept counts once, in a fixed order, so that a doc's score
 	// sums the same numbers in the same order whatever order the posting
 	// lists are in: equal inputs give bit-equal scores.
-	s.terms = x.voc.queryTerms(text, x.synonymWeight, s.terms)
+	if s.seen == nil {
+		s.seen = map[string]int{}
+	}
+	s.terms = x.voc.queryTerms(text, x.synonymWeight, &x.lexWeights, s.terms, s.seen)
 
 	n := float32(len(x.byName))
 	var avg [numFields]float32
@@ -338,9 +345,26 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			avg[i] = max(float32(x.lenSum[i])/n, 1)
 		}
 	}
+	// b over the average length of each field, and whether the filter
+	// keeps every doc: the inner loop then reads only the postings and
+	// the dense lens.
+	var bAvg [numFields]float32
+	for i := range numFields {
+		if avg[i] > 0 {
+			bAvg[i] = x.b / avg[i]
+		}
+	}
+	all := f.servers == nil && f.exclude == nil && f.require == 0
 	s.touched = s.touched[:0]
 	if len(s.concept) < len(x.docs) {
 		s.concept = make([]float32, len(x.docs))
+	}
+	// A word the lexicon relates counts only when at most maxDF tools
+	// hold it: a word most tools hold tells nothing, and walking its list
+	// costs the most.
+	maxDF := len(x.docs)
+	if x.relatedMaxDF > 0 {
+		maxDF = max(int(x.relatedMaxDF*n), relatedMinDF)
 	}
 	// best is the query's best possible score: for each concept, the most
 	// any of its terms can give.
@@ -353,27 +377,51 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			end++
 		}
 		var most float32
+		wordHeld := false
 		s.inConcept = s.inConcept[:0]
+		// Of the lexicon's words, only the best relatedMax by weighted
+		// idf count: the rest would seldom change the ranking.
+		cut := float32(0)
+		if x.relatedMax > 0 {
+			s.widf = s.widf[:0]
+			for _, qt := range s.terms[start:end] {
+				if tid, ok := x.termID[qt.term]; ok && qt.lexical && len(x.postings[tid]) <= maxDF {
+					s.widf = append(s.widf, qt.weight*idf(n, float32(len(x.postings[tid]))))
+				}
+			}
+			if len(s.widf) > x.relatedMax {
+				slices.SortFunc(s.widf, func(a, b float32) int { return cmp.Compare(b, a) })
+				cut = s.widf[x.relatedMax-1]
+			}
+		}
 		for _, qt := range s.terms[start:end] {
 			tid, ok := x.termID[qt.term]
 			if !ok {
 				continue
 			}
+			wordHeld = wordHeld || !qt.synonym
 			list := x.postings[tid]
+			if qt.lexical && len(list) > maxDF {
+				continue
+			}
 			idf := qt.weight * idf(n, float32(len(list)))
+			if qt.lexical && idf < cut {
+				continue
+			}
+			s.visited += len(list)
 			most = max(most, idf)
 			for i := range list {
 				p := &list[i]
-				d := &x.docs[p.doc]
-				if !f.keep(d) {
+				if !all && !f.keep(&x.docs[p.doc]) {
 					continue
 				}
+				lens := &x.lens[p.doc]
 				var tf float32
 				for fl := range numFields {
 					if p.tf[fl] == 0 {
 						continue
 					}
-					norm := 1 - x.b + x.b*float32(d.lens[fl])/avg[fl]
+					norm := 1 - x.b + bAvg[fl]*float32(lens[fl])
 					tf += x.weights[fl] * float32(p.tf[fl]) / norm
 				}
 				if tf == 0 {
@@ -386,10 +434,19 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 				s.concept[p.doc] = max(s.concept[p.doc], sc)
 			}
 		}
-		if most == 0 && !s.terms[start].arg {
+		switch {
+		case s.terms[start].arg || s.terms[start].phrase:
+			// A value, or a word of a phrase (whose meaning its
+			// related words carry): never unseen.
+			best += most
+		case !wordHeld:
+			// A word no tool holds is unseen even when a word the
+			// lexicon or a synonym relates to it is held: the tools
+			// speak of something near, not of what was asked.
 			unseen++
+		default:
+			best += most
 		}
-		best += most
 		for _, id := range s.inConcept {
 			if s.score[id] == 0 {
 				s.touched = append(s.touched, id)
@@ -406,6 +463,10 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	}
 	return hits
 }
+
+// relatedMinDF is the least maxDF of a search: in a small index, a word
+// a few tools hold still tells them apart.
+const relatedMinDF = 16
 
 // unseenMass is what the words no tool knows add to the query's best
 // possible score: each weighs DefaultUnseenWeight times the rarest word.

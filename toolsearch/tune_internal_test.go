@@ -7,7 +7,10 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcpfleet/mcpfleet/internal/testkit/toolcorpus"
+	"github.com/mcpfleet/mcpfleet/snapshot"
 )
 
 // tuneSets are what tuning may read: the project's first queries and the
@@ -159,5 +162,96 @@ func TestTuneAbstention(t *testing.T) {
 			}
 		}
 		t.Logf("unseen %.1f: MinMatch %.3f abstains on %d/%d, recall@5 drops %.3f", u, bestTau, bestAb, len(neg), bestDrop)
+	}
+}
+
+// tuneBench is what a lexicon tuning reads: the tuning half of the user
+// queries, the project's queries and the MetaTool subset (never tuned on
+// before, held out by nature). It reads no held-out query.
+type tuneBench struct {
+	project, users []toolcorpus.Query
+	none           []string
+	v              *snapshot.View
+	mtTools        []mcp.Tool
+	mtQueries      []toolcorpus.Query
+	mtNone         []string
+}
+
+func newTuneBench(t testing.TB) *tuneBench {
+	b := &tuneBench{}
+	b.project, b.users, b.none = tuneSets(t)
+	servers, err := toolcorpus.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.v = toolcorpus.View(toolcorpus.Publisher(servers, 1))
+	if b.mtTools, b.mtQueries, b.mtNone, err = toolcorpus.MetaTool(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// eval returns recall@5 and MRR of the index New(opts) with set applied
+// to it, on the tuning half, the project's queries and MetaTool.
+func (b *tuneBench) eval(set func(*Index), opts ...Option) (r [3][2]float64) {
+	x := New(opts...)
+	if set != nil {
+		set(x)
+	}
+	x.Sync(b.v)
+	r[0][0], r[0][1] = recall(x, b.users)
+	r[1][0], r[1][1] = recall(x, b.project)
+	m := New(opts...)
+	if set != nil {
+		set(m)
+	}
+	if err := m.Put(toolcorpus.MetaToolServer, b.mtTools...); err != nil {
+		panic(err)
+	}
+	r[2][0], r[2][1] = recall(m, b.mtQueries)
+	return r
+}
+
+func fmtEval(r [3][2]float64) string {
+	return fmt.Sprintf("tuning %.3f/%.3f project %.3f/%.3f metatool %.3f/%.3f", r[0][0], r[0][1], r[1][0], r[1][1], r[2][0], r[2][1])
+}
+
+// TestTuneLexicon prints the quality of the index with and without the
+// lexicon and the synonym groups, and of the lexicon's cost cuts, on the
+// tuning half, the project's queries and MetaTool; with
+// TOOLSEARCH_TUNE=kinds also each kind's weight. It reads no held-out
+// query.
+//
+//	TOOLSEARCH_TUNE=1 go test -run TestTuneLexicon -v ./toolsearch/
+func TestTuneLexicon(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
+	}
+	b := newTuneBench(t)
+	noHand := func() *Vocabulary {
+		v := DefaultVocabulary()
+		v.groups = nil
+		return v
+	}
+	t.Logf("%-40s %s", "no lexicon", fmtEval(b.eval(func(x *Index) { x.lexWeights = lexWeights{} })))
+	t.Logf("%-40s %s", "default", fmtEval(b.eval(nil)))
+	t.Logf("%-40s %s", "no lexicon, no hand synonyms", fmtEval(b.eval(func(x *Index) { x.lexWeights = lexWeights{} }, WithVocabulary(noHand()))))
+	t.Logf("%-40s %s", "default, no hand synonyms", fmtEval(b.eval(nil, WithVocabulary(noHand()))))
+	for _, df := range []float32{0.01, 0.02, 0.05, 1} {
+		for _, m := range []int{0, 5} {
+			t.Logf("related max df %.2f, best %2d %-12s %s", df, m, "", fmtEval(b.eval(func(x *Index) { x.relatedMaxDF, x.relatedMax = df, m })))
+		}
+	}
+	if os.Getenv("TOOLSEARCH_TUNE") != "kinds" {
+		return
+	}
+	for k := range numLexKinds {
+		for _, w := range []float32{0, 0.2, 0.4, 0.6} {
+			lw := defaultLexWeights
+			for r := range lexRanks {
+				lw[k][r] = w * []float32{1, 0.6}[r]
+			}
+			t.Logf("kind %d weight %.1f %-24s %s", k, w, "", fmtEval(b.eval(func(x *Index) { x.lexWeights = lw })))
+		}
 	}
 }
