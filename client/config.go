@@ -97,7 +97,7 @@ type ServerConfig struct {
 	//     elsewhere a bare number of 1000 or more is refused as ambiguous);
 	//   - ToolFilter: the "tools" object, {"allow": [...], "deny": [...]},
 	//     or Gemini CLI's "includeTools" and "excludeTools" arrays; entries
-	//     are tool names or path.Match globs; no restart when it alone
+	//     are tool names or globs (see ToolFilter); no restart when it alone
 	//     changes.
 	ServerSpec
 }
