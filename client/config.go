@@ -97,7 +97,7 @@ type ServerConfig struct {
 	//     elsewhere a bare number of 1000 or more is refused as ambiguous);
 	//   - ToolFilter: the "tools" object, {"allow": [...], "deny": [...]},
 	//     or Gemini CLI's "includeTools" and "excludeTools" arrays; entries
-	//     are tool names or path.Match globs; no restart when it alone
+	//     are tool names or globs (see ToolFilter); no restart when it alone
 	//     changes.
 	ServerSpec
 }
@@ -152,8 +152,8 @@ type configParser struct {
 	// resolveInput is WithInputs'; declared holds the file's "inputs" by
 	// id, answers what each used input resolved to.
 	resolveInput func(Input) (string, error)
-	// vars answers ${kind:NAME} by kind (WithVariables).
-	vars     map[string]func(string) (string, bool)
+	// vars answers ${kind:NAME} by kind (WithVariables, WithVariablesAt).
+	vars     map[string]func(string, VariableUse) (string, error)
 	declared map[string]Input
 	answers  map[string]answer
 	errs     []error
@@ -452,7 +452,7 @@ func (p *configParser) str(server, field string, v json.RawMessage) string {
 		p.errorf(server, field, "must be a string")
 		return ""
 	}
-	out, err := p.expand(s)
+	out, err := p.expand(server, field, s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 	}
@@ -499,7 +499,7 @@ func (p *configParser) duration(server, field string, v json.RawMessage) time.Du
 		p.errorf(server, field, `must be a duration like "30s" or a number of seconds`)
 		return 0
 	}
-	s, err := p.expand(s)
+	s, err := p.expand(server, field, s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 		return 0
@@ -624,7 +624,7 @@ func (p *configParser) limitNumber(server, field string, v json.RawMessage, size
 		p.errorf(server, field, `must be a positive number or "off"`)
 		return 0
 	}
-	s, err := p.expand(s)
+	s, err := p.expand(server, field, s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 		return 0
@@ -704,7 +704,7 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 					p.errorf(server, f, "must be a port number")
 					continue
 				}
-				if s, err = p.expand(s); err != nil {
+				if s, err = p.expand(server, f, s); err != nil {
 					p.errorf(server, f, "%v", err)
 					continue
 				}
