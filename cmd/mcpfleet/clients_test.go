@@ -19,7 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
@@ -237,7 +237,7 @@ func exercise(t *testing.T, u *upstreams, d downstream, workers int, killStdio b
 	}
 	// The faults did happen: the serve replaced the upstreams' runtimes.
 	code, out, errOut := u.c.run("status", "--json")
-	var doc struct{ Servers []gateway.ServerReport }
+	var doc struct{ Servers []admin.ServerReport }
 	if code != exitOK || json.Unmarshal([]byte(out), &doc) != nil {
 		t.Fatalf("status: %d %s %s", code, out, errOut)
 	}

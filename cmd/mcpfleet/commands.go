@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os/exec"
@@ -14,30 +15,21 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/texttable"
 )
 
 func cmdStatus(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("status", e, &c, "[--config FILE] [--json] [--direct]")
-	pos, err := parse(fs, args)
+	inv, err := prepare(ctx, e, cmdSpec{name: "status", json: true}, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected arguments %q", pos)
-	}
-	f, err := openFleet(ctx, e, c.config, c.direct)
+	defer inv.close()
+	reports, err := inv.fleet.status(ctx)
 	if err != nil {
 		return err
 	}
-	defer f.close()
-	reports, err := f.status(ctx)
-	if err != nil {
-		return err
-	}
-	if c.json {
+	if inv.json {
 		return printJSON(e.stdout, map[string]any{"servers": reports})
 	}
 	writeStatus(e.stdout, reports, time.Now())
@@ -46,7 +38,7 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 
 // writeStatus prints one row per server, fitted to 100 columns, with its
 // last error (or where to authorize it) under it.
-func writeStatus(w io.Writer, reports []gateway.ServerReport, now time.Time) {
+func writeStatus(w io.Writer, reports []admin.ServerReport, now time.Time) {
 	if len(reports) == 0 {
 		fmt.Fprintln(w, "no servers")
 		return
@@ -101,24 +93,19 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func cmdTools(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("tools", e, &c, "[QUERY] [--config FILE] [--json] [-k N]")
-	k := fs.Int("k", 10, "how many matches of QUERY to show")
-	pos, err := parse(fs, args)
+	var k int
+	inv, err := prepare(ctx, e, cmdSpec{name: "tools", maxArgs: -1, json: true,
+		flags: func(fs *flag.FlagSet) { fs.IntVar(&k, "k", 10, "how many matches of QUERY to show") }}, args)
 	if err != nil {
 		return err
 	}
-	query := strings.Join(pos, " ")
-	f, err := openFleet(ctx, e, c.config, c.direct)
+	defer inv.close()
+	query := strings.Join(inv.args, " ")
+	tools, err := inv.fleet.tools(ctx, query, k)
 	if err != nil {
 		return err
 	}
-	defer f.close()
-	tools, err := f.tools(ctx, query, *k)
-	if err != nil {
-		return err
-	}
-	if c.json {
+	if inv.json {
 		return printJSON(e.stdout, map[string]any{"tools": tools})
 	}
 	writeTools(e.stdout, tools, query)
@@ -127,7 +114,7 @@ func cmdTools(ctx context.Context, args []string, e *env) error {
 
 // writeTools prints one row per tool: its name, "ro" if it is read-only,
 // and the first line of its description.
-func writeTools(w io.Writer, tools []gateway.ToolReport, query string) {
+func writeTools(w io.Writer, tools []admin.ToolReport, query string) {
 	if len(tools) == 0 {
 		if query != "" {
 			fmt.Fprintf(w, "no tool matches %q\n", query)
@@ -149,45 +136,46 @@ func writeTools(w io.Writer, tools []gateway.ToolReport, query string) {
 }
 
 func cmdCall(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("call", e, &c, "SERVER/TOOL|SERVER__TOOL ['JSON arguments'] [--config FILE] [--json]")
-	timeout := fs.Duration("timeout", 0, "give up on the call after this long (0: never)")
-	pos, err := parse(fs, args)
+	var timeout time.Duration
+	inv, err := prepare(ctx, e, cmdSpec{name: "call", minArgs: 1, maxArgs: 2, json: true,
+		wantArgs: "a tool and, optionally, its arguments as a JSON object",
+		flags: func(fs *flag.FlagSet) {
+			fs.DurationVar(&timeout, "timeout", 0, "give up on the call after this long (0: never)")
+		},
+		check: func(pos []string) error {
+			if len(pos) == 2 {
+				var obj map[string]any
+				if err := json.Unmarshal([]byte(pos[1]), &obj); err != nil {
+					return usagef("the arguments must be a JSON object: %v", err)
+				}
+			}
+			return nil
+		}}, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return usagef("call takes a tool and, optionally, its arguments as a JSON object")
-	}
+	defer inv.close()
+	pos := inv.args
 	var callArgs json.RawMessage
 	if len(pos) == 2 {
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(pos[1]), &obj); err != nil {
-			return usagef("the arguments must be a JSON object: %v", err)
-		}
 		callArgs = json.RawMessage(pos[1])
 	}
-	if *timeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	f, err := openFleet(ctx, e, c.config, c.direct)
-	if err != nil {
-		return err
-	}
-	defer f.close()
 	p := newProgress(e.stderr, e.tty)
 	label := "calling " + pos[0]
 	if e.tty {
 		p.set(label)
 	}
-	res, err := f.call(ctx, pos[0], callArgs, func(r gateway.ProgressReport) { p.set(label + ": " + progressText(r)) })
+	res, err := inv.fleet.call(ctx, pos[0], callArgs, func(r admin.ProgressReport) { p.set(label + ": " + progressText(r)) })
 	p.end()
 	if err != nil {
 		return err
 	}
-	if c.json {
+	if inv.json {
 		if err := printJSON(e.stdout, res); err != nil {
 			return err
 		}
@@ -205,7 +193,7 @@ func cmdCall(ctx context.Context, args []string, e *env) error {
 }
 
 // progressText renders a progress report: "3/10 copying".
-func progressText(r gateway.ProgressReport) string {
+func progressText(r admin.ProgressReport) string {
 	s := strconv.FormatFloat(r.Progress, 'f', -1, 64)
 	if r.Total > 0 {
 		s += "/" + strconv.FormatFloat(r.Total, 'f', -1, 64)
@@ -269,27 +257,21 @@ var openBrowser = func(url string) error {
 }
 
 func cmdAuth(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("auth", e, &c, "SERVER [--config FILE] [--no-browser]")
-	noBrowser := fs.Bool("no-browser", false, "print the URL only; do not open a browser")
-	pos, err := parse(fs, args)
+	var noBrowser bool
+	inv, err := prepare(ctx, e, cmdSpec{name: "auth", minArgs: 1, maxArgs: 1, wantArgs: "the name of one server",
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&noBrowser, "no-browser", false, "print the URL only; do not open a browser")
+		}}, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("auth takes the name of one server")
-	}
-	server := pos[0]
-	f, err := openFleet(ctx, e, c.config, c.direct)
-	if err != nil {
-		return err
-	}
-	defer f.close()
+	defer inv.close()
+	server := inv.args[0]
 	p := newProgress(e.stderr, e.tty)
 	defer p.end()
-	err = f.auth(ctx, server, func(url string) error {
+	err = inv.fleet.auth(ctx, server, func(url string) error {
 		fmt.Fprintf(e.stderr, "To authorize %s, open:\n  %s\n", termSafe(server, false), termSafe(url, false))
-		if !*noBrowser {
+		if !noBrowser {
 			if err := openBrowser(url); err != nil {
 				fmt.Fprintf(e.stderr, "(could not open a browser: %v)\n", err)
 			}
@@ -306,22 +288,13 @@ func cmdAuth(ctx context.Context, args []string, e *env) error {
 }
 
 func cmdWatch(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("watch", e, &c, "[--config FILE] [--json]")
-	pos, err := parse(fs, args)
+	inv, err := prepare(ctx, e, cmdSpec{name: "watch", json: true}, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected arguments %q", pos)
-	}
-	f, err := openFleet(ctx, e, c.config, c.direct)
-	if err != nil {
-		return err
-	}
-	defer f.close()
-	err = f.watch(ctx, func(l gateway.StreamLine) error {
-		if c.json {
+	defer inv.close()
+	err = inv.fleet.watch(ctx, func(l admin.StreamLine) error {
+		if inv.json {
 			b, err := json.Marshal(l)
 			if err != nil {
 				return err
@@ -347,7 +320,7 @@ func cmdWatch(ctx context.Context, args []string, e *env) error {
 }
 
 // eventLine renders an event on one line of at most 100 columns.
-func eventLine(r gateway.EventReport) string {
+func eventLine(r admin.EventReport) string {
 	var b strings.Builder
 	b.WriteString(r.Time.Format("15:04:05.000") + " " + r.Server + ": ")
 	switch r.Kind {

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/internal/texttable"
@@ -77,7 +77,7 @@ func TestStatus(t *testing.T) {
 	noSecrets(t, "status", out+errOut)
 
 	code, out, _ = c.run("status", "--json")
-	var doc struct{ Servers []gateway.ServerReport }
+	var doc struct{ Servers []admin.ServerReport }
 	if code != exitOK || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Servers) != 3 {
 		t.Fatalf("status --json: %d %s", code, out)
 	}
@@ -110,7 +110,7 @@ func fits(t testing.TB, out string) {
 // TestStatusFitsWidth: long names, states and errors are cut to fit.
 func TestStatusFitsWidth(t *testing.T) {
 	now := time.Now()
-	reports := []gateway.ServerReport{
+	reports := []admin.ServerReport{
 		{Name: "a-server-with-a-name-that-goes-on-and-on-" + strings.Repeat("x", 60), State: "NeedsAuthorization",
 			Generation: 123456, Tools: 10000, Requests: 1 << 40, Failed: 1 << 30, Reconnects: 99999, Attempt: 12,
 			NextRetry: now.Add(time.Hour), AuthorizationURL: "https://example.com/authorize"},

@@ -17,7 +17,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
+	"github.com/mcpfleet/mcpfleet/internal/configfile"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
@@ -25,12 +26,12 @@ import (
 // fleet is what the commands ask of the fleet: a running serve's, through
 // its admin endpoint, or one the command makes from the config file.
 type fleet interface {
-	status(ctx context.Context) ([]gateway.ServerReport, error)
-	tools(ctx context.Context, query string, k int) ([]gateway.ToolReport, error)
-	call(ctx context.Context, tool string, args json.RawMessage, progress func(gateway.ProgressReport)) (*mcp.CallToolResult, error)
+	status(ctx context.Context) ([]admin.ServerReport, error)
+	tools(ctx context.Context, query string, k int) ([]admin.ToolReport, error)
+	call(ctx context.Context, tool string, args json.RawMessage, progress func(admin.ProgressReport)) (*mcp.CallToolResult, error)
 	// watch hands each line of the fleet's history to fn (the statuses,
 	// then events) until ctx ends or fn fails.
-	watch(ctx context.Context, fn func(gateway.StreamLine) error) error
+	watch(ctx context.Context, fn func(admin.StreamLine) error) error
 	auth(ctx context.Context, server string, open func(url string) error) error
 	close() error
 }
@@ -81,13 +82,13 @@ type localFleet struct {
 const settleTimeout = 15 * time.Second
 
 func openLocal(ctx context.Context, e *env, config string, paths statePaths) (*localFleet, error) {
-	cfg, err := gateway.LoadConfig(config)
+	cfg, err := configfile.Load(config)
 	if err != nil {
 		return nil, err
 	}
 	m := client.New(client.WithLogger(e.logger), client.WithTokenStore(oauth.NewFileStore(paths.tokens)))
 	l := &localFleet{e: e, m: m, wait: settleTimeout}
-	actx, cancel := context.WithTimeout(ctx, gateway.DefaultApplyTimeout)
+	actx, cancel := context.WithTimeout(ctx, configfile.DefaultApplyTimeout)
 	defer cancel()
 	if _, err := m.Apply(actx, cfg); err != nil {
 		fmt.Fprintf(e.stderr, "mcpfleet: %v\n", err) // one bad entry does not stop the others
@@ -145,18 +146,18 @@ func (l *localFleet) settle(ctx context.Context) {
 	}
 }
 
-func (l *localFleet) status(ctx context.Context) ([]gateway.ServerReport, error) {
+func (l *localFleet) status(ctx context.Context) ([]admin.ServerReport, error) {
 	l.settle(ctx)
-	return gateway.Reports(l.m), nil
+	return admin.Reports(l.m), nil
 }
 
-func (l *localFleet) tools(ctx context.Context, query string, k int) ([]gateway.ToolReport, error) {
+func (l *localFleet) tools(ctx context.Context, query string, k int) ([]admin.ToolReport, error) {
 	l.settle(ctx)
 	l.unready()
 	if query != "" && l.ts == nil {
 		l.ts = l.m.NewToolSearch()
 	}
-	return gateway.ToolReports(l.m, l.ts, query, k)
+	return admin.ToolReports(l.m, l.ts, query, k)
 }
 
 // unready tells stderr why each server that is neither Connected nor
@@ -175,14 +176,14 @@ func (l *localFleet) unready() {
 	}
 }
 
-func (l *localFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(gateway.ProgressReport)) (*mcp.CallToolResult, error) {
-	return gateway.Call(ctx, l.m, tool, args, progress)
+func (l *localFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(admin.ProgressReport)) (*mcp.CallToolResult, error) {
+	return admin.Call(ctx, l.m, tool, args, progress)
 }
 
-func (l *localFleet) watch(ctx context.Context, fn func(gateway.StreamLine) error) error {
+func (l *localFleet) watch(ctx context.Context, fn func(admin.StreamLine) error) error {
 	statuses, _, events, cancel := l.m.Watch(0)
 	defer cancel()
-	if err := fn(gateway.StreamLine{Servers: gateway.MakeReports(statuses, l.m.Stats())}); err != nil {
+	if err := fn(admin.StreamLine{Servers: admin.MakeReports(statuses, l.m.Stats())}); err != nil {
 		return err
 	}
 	for {
@@ -193,8 +194,8 @@ func (l *localFleet) watch(ctx context.Context, fn func(gateway.StreamLine) erro
 			if !ok {
 				return nil
 			}
-			r := gateway.MakeEventReport(ev)
-			if err := fn(gateway.StreamLine{Event: &r}); err != nil {
+			r := admin.MakeEventReport(ev)
+			if err := fn(admin.StreamLine{Event: &r}); err != nil {
 				return err
 			}
 		}
@@ -202,7 +203,7 @@ func (l *localFleet) watch(ctx context.Context, fn func(gateway.StreamLine) erro
 }
 
 func (l *localFleet) auth(ctx context.Context, server string, open func(url string) error) error {
-	return gateway.Authorize(ctx, l.m, server, open)
+	return admin.Authorize(ctx, l.m, server, open)
 }
 
 // remoteFleet is a running serve, through its admin endpoint.
@@ -239,7 +240,7 @@ func (r *remoteFleet) do(ctx context.Context, method, path string, body any) (*h
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		return nil, gateway.AdminError(resp.StatusCode, string(b))
+		return nil, admin.Refused(resp.StatusCode, string(b))
 	}
 	return resp, nil
 }
@@ -253,25 +254,25 @@ func (r *remoteFleet) getJSON(ctx context.Context, path string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-func (r *remoteFleet) status(ctx context.Context) ([]gateway.ServerReport, error) {
-	var out struct{ Servers []gateway.ServerReport }
+func (r *remoteFleet) status(ctx context.Context) ([]admin.ServerReport, error) {
+	var out struct{ Servers []admin.ServerReport }
 	err := r.getJSON(ctx, "/v1/status", &out)
 	return out.Servers, err
 }
 
-func (r *remoteFleet) tools(ctx context.Context, query string, k int) ([]gateway.ToolReport, error) {
-	var out struct{ Tools []gateway.ToolReport }
+func (r *remoteFleet) tools(ctx context.Context, query string, k int) ([]admin.ToolReport, error) {
+	var out struct{ Tools []admin.ToolReport }
 	err := r.getJSON(ctx, "/v1/tools?q="+url.QueryEscape(query)+"&k="+strconv.Itoa(k), &out)
 	return out.Tools, err
 }
 
 // stream reads the StreamLines of a response, handing each to fn.
-func stream(resp *http.Response, fn func(gateway.StreamLine) error) error {
+func stream(resp *http.Response, fn func(admin.StreamLine) error) error {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), client.DefaultMaxMessageBytes+1<<10)
 	for sc.Scan() {
-		var l gateway.StreamLine
+		var l admin.StreamLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return fmt.Errorf("the admin endpoint's answer: %w", err)
 		}
@@ -285,14 +286,14 @@ func stream(resp *http.Response, fn func(gateway.StreamLine) error) error {
 // errStreamEnd ends a stream that said all it had to.
 var errStreamEnd = errors.New("end of stream")
 
-func (r *remoteFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(gateway.ProgressReport)) (*mcp.CallToolResult, error) {
-	resp, err := r.do(ctx, http.MethodPost, "/v1/call", gateway.CallRequest{Tool: tool, Arguments: args})
+func (r *remoteFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(admin.ProgressReport)) (*mcp.CallToolResult, error) {
+	resp, err := r.do(ctx, http.MethodPost, "/v1/call", admin.CallRequest{Tool: tool, Arguments: args})
 	if err != nil {
 		return nil, err
 	}
 	var res *mcp.CallToolResult
 	var callErr error
-	err = stream(resp, func(l gateway.StreamLine) error {
+	err = stream(resp, func(l admin.StreamLine) error {
 		switch {
 		case l.Progress != nil && progress != nil:
 			progress(*l.Progress)
@@ -317,7 +318,7 @@ func (r *remoteFleet) call(ctx context.Context, tool string, args json.RawMessag
 	return res, nil
 }
 
-func (r *remoteFleet) watch(ctx context.Context, fn func(gateway.StreamLine) error) error {
+func (r *remoteFleet) watch(ctx context.Context, fn func(admin.StreamLine) error) error {
 	resp, err := r.do(ctx, http.MethodGet, "/v1/watch", nil)
 	if err != nil {
 		return err
@@ -336,7 +337,7 @@ func (r *remoteFleet) auth(ctx context.Context, server string, open func(url str
 	}
 	done := false
 	var authErr error
-	err = stream(resp, func(l gateway.StreamLine) error {
+	err = stream(resp, func(l admin.StreamLine) error {
 		switch {
 		case l.URL != "":
 			return open(l.URL)

@@ -65,19 +65,31 @@ func newEnv(stdin io.Reader, stdout, stderr io.Writer, tty bool) *env {
 		logger: slog.New(slog.DiscardHandler)}
 }
 
-const usage = `mcpfleet: many MCP servers as one, kept connected
+// commandDocs are mcpfleet's commands as the usage lists them and their -h
+// shows them: name, arguments (flags are listed by -h) and what it does.
+var commandDocs = []struct{ name, args, summary string }{
+	{"serve", "[--stdio | --http ADDR]", "serve the fleet as one MCP server"},
+	{"status", "", "every server's state"},
+	{"tools", "[QUERY]", "the tools, or the best matches of QUERY"},
+	{"call", "SERVER/TOOL|SERVER__TOOL ['JSON']", "call a tool with a JSON object of arguments"},
+	{"auth", "SERVER", "authorize an OAuth server in a browser"},
+	{"watch", "", "events as they happen"},
+}
 
-usage:
-  mcpfleet serve  [--config FILE] [--stdio | --http ADDR] serve the fleet as one MCP server
-  mcpfleet status [--config FILE] [--json]                every server's state
-  mcpfleet tools  [QUERY] [--config FILE] [--json]        the tools, or the best matches of QUERY
-  mcpfleet call   TOOL ['JSON'] [--config FILE] [--json]  call SERVER/TOOL or SERVER__TOOL
-  mcpfleet auth   SERVER [--config FILE]                  authorize an OAuth server in a browser
-  mcpfleet watch  [--config FILE] [--json]                events as they happen
+// commandArgs returns the arguments' synopsis of command name.
+func commandArgs(name string) string {
+	for _, d := range commandDocs {
+		if d.name == name {
+			return d.args
+		}
+	}
+	return ""
+}
 
-The config file is the mcpServers file of Claude Desktop, Claude Code, Cursor or
-Gemini CLI, or VS Code's mcp.json. It is --config FILE, else $MCPFLEET_CONFIG,
-else your own:
+const usageTail = `
+Every command takes --config FILE: the mcpServers file of Claude Desktop, Claude
+Code, Cursor or Gemini CLI, or VS Code's mcp.json. Without it the config is
+$MCPFLEET_CONFIG, else your own:
   %s
 mcpfleet runs the commands the file names, so it never reads one from the
 current directory, and refuses a file that is not yours or that others can
@@ -153,24 +165,99 @@ type commonFlags struct {
 	json   bool
 }
 
-// newFlags returns the flag set of command name, with the common flags.
-func newFlags(name string, e *env, c *commonFlags, synopsis string) *flag.FlagSet {
+// newFlags returns the flag set of command name, with the common flags:
+// --config for every command, --direct for those that use a fleet, and
+// --json for those that print something a program may read.
+func newFlags(name string, e *env, c *commonFlags, withJSON bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcpfleet "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: mcpfleet %s %s\n\n", name, synopsis)
+		fmt.Fprintf(e.stderr, "usage: mcpfleet %s [flags]\n\n", strings.TrimSpace(name+" "+commandArgs(name)))
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.config, "config", "", "the config `file` (default $MCPFLEET_CONFIG, else "+userConfigShown()+"; never the current directory's)")
 	if name != "serve" {
 		fs.BoolVar(&c.direct, "direct", false, "start the config's servers here even if a serve of it runs")
+	}
+	if withJSON {
 		fs.BoolVar(&c.json, "json", false, "print JSON, for programs")
 	}
 	return fs
 }
 
+// cmdSpec is what a command other than serve says of its arguments for
+// the preamble they share (prepare).
+type cmdSpec struct {
+	name string
+	// minArgs and maxArgs bound the positional arguments (maxArgs -1: no
+	// bound); wantArgs says what they are, for the error when they are
+	// not.
+	minArgs, maxArgs int
+	wantArgs         string
+	json             bool                   // the command takes --json
+	flags            func(fs *flag.FlagSet) // the command's own flags
+	// check, if set, refuses positional arguments that are wrong in
+	// themselves, before the fleet is opened.
+	check func(args []string) error
+}
+
+// invocation is a command other than serve, ready to run: its flags, its
+// positional arguments and the fleet of its config. close ends the fleet.
+type invocation struct {
+	commonFlags
+	args  []string
+	fleet fleet
+}
+
+func (inv *invocation) close() { inv.fleet.close() }
+
+// prepare is the preamble of every command other than serve: it parses
+// args by s (the common flags and the command's own), checks the
+// positional arguments, and opens the fleet of the config (the running
+// serve's, or one of its own).
+func prepare(ctx context.Context, e *env, s cmdSpec, args []string) (*invocation, error) {
+	inv := &invocation{}
+	fs := newFlags(s.name, e, &inv.commonFlags, s.json)
+	if s.flags != nil {
+		s.flags(fs)
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(pos) < s.minArgs || s.maxArgs >= 0 && len(pos) > s.maxArgs:
+		if s.wantArgs == "" {
+			return nil, usagef("%s takes no arguments (got %q)", s.name, pos)
+		}
+		return nil, usagef("%s takes %s", s.name, s.wantArgs)
+	}
+	if s.check != nil {
+		if err := s.check(pos); err != nil {
+			return nil, err
+		}
+	}
+	inv.args = pos
+	if inv.fleet, err = openFleet(ctx, e, inv.config, inv.direct); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
 // usageText is the usage, with the user's config file spelled out.
-func usageText() string { return fmt.Sprintf(usage, userConfigShown()) }
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("mcpfleet: many MCP servers as one, kept connected\n\nusage:\n")
+	width := 0
+	for _, d := range commandDocs {
+		width = max(width, len(d.name)+1+len(d.args))
+	}
+	for _, d := range commandDocs {
+		fmt.Fprintf(&b, "  mcpfleet %-*s  %s\n", width, strings.TrimSpace(d.name+" "+d.args), d.summary)
+	}
+	fmt.Fprintf(&b, usageTail, userConfigShown())
+	return b.String()
+}
 
 // envConfig names the config file when --config is not given.
 const envConfig = "MCPFLEET_CONFIG"

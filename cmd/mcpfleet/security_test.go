@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 )
 
@@ -270,10 +270,10 @@ func TestServerTextEscaped(t *testing.T) {
 		t.Fatalf("termSafe of a byte that is not UTF-8 and DEL: %q", got)
 	}
 	var b bytes.Buffer
-	writeTools(&b, []gateway.ToolReport{{Name: "one__x\x1b[2J", Description: hostile}}, "")
-	writeStatus(&b, []gateway.ServerReport{{Name: "one", State: "PermanentlyFailed", LastError: hostile}}, time.Now())
-	b.WriteString(eventLine(gateway.EventReport{Kind: "log", Server: "one", Level: "info", Logger: "l\x1b]8;;http://x\x07", Data: hostile}) + "\n")
-	b.WriteString(eventLine(gateway.EventReport{Kind: "state", Server: "one", From: "Connected", To: "Reconnecting", Error: hostile}) + "\n")
+	writeTools(&b, []admin.ToolReport{{Name: "one__x\x1b[2J", Description: hostile}}, "")
+	writeStatus(&b, []admin.ServerReport{{Name: "one", State: "PermanentlyFailed", LastError: hostile}}, time.Now())
+	b.WriteString(eventLine(admin.EventReport{Kind: "log", Server: "one", Level: "info", Logger: "l\x1b]8;;http://x\x07", Data: hostile}) + "\n")
+	b.WriteString(eventLine(admin.EventReport{Kind: "state", Server: "one", From: "Connected", To: "Reconnecting", Error: hostile}) + "\n")
 	if bad := rawControl(b.String()); bad != "" {
 		t.Fatalf("tools, status or watch printed a raw control character %s:\n%q", bad, b.String())
 	}

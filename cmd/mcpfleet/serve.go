@@ -20,6 +20,8 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
+	"github.com/mcpfleet/mcpfleet/internal/configfile"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
@@ -64,7 +66,7 @@ const readyLine = "mcpfleet: serving MCP on "
 
 func cmdServe(ctx context.Context, args []string, e *env) error {
 	var f serveFlags
-	fs := newFlags("serve", e, &f.common, "[--config FILE] [--stdio | --http ADDR] [flags]")
+	fs := newFlags("serve", e, &f.common, false)
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin and stdout (the default)")
 	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --tls-cert/--tls-key (or --client-ca)")
 	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600; default: a token made at the first serve, kept in the state directory, and printed)")
@@ -85,7 +87,7 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("HTTP sessions held at once, all clients together (default %d; -1: no cap)", gateway.DefaultMaxSessions))
 	fs.IntVar(&f.maxClientSess, "max-client-sessions", 0, fmt.Sprintf("HTTP sessions one client may hold at once (default %d; -1: no cap)", gateway.DefaultMaxClientSessions))
 	fs.Float64Var(&f.openRate, "session-open-rate", 0, fmt.Sprintf("HTTP sessions a second one client may open, in bursts of ten times as many (default %d; -1: no limit)", gateway.DefaultSessionOpenRate))
-	fs.DurationVar(&f.watchInterval, "watch-interval", gateway.DefaultWatchInterval, "how often to look for changes of the config file")
+	fs.DurationVar(&f.watchInterval, "watch-interval", configfile.DefaultWatchInterval, "how often to look for changes of the config file")
 	fs.DurationVar(&f.startupWait, "startup-wait", defaultStartupWait, "how long the first tools/list may wait for servers still connecting (0: not at all)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -184,7 +186,7 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	if err := os.MkdirAll(paths.dir, 0o700); err != nil {
 		return fmt.Errorf("the state directory: %w", err)
 	}
-	cw, cfg, err := gateway.NewConfigWatcher(config, gateway.WatchOptions{Interval: f.watchInterval, Logger: logger})
+	cw, cfg, err := configfile.NewWatcher(config, configfile.WatchOptions{Interval: f.watchInterval, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -198,7 +200,7 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 		client.WithStateFile(paths.children),    // what a crashed serve left running is ended
 	)...)
 	defer m.Close()
-	actx, cancel := context.WithTimeout(ctx, gateway.DefaultApplyTimeout)
+	actx, cancel := context.WithTimeout(ctx, configfile.DefaultApplyTimeout)
 	res, err := m.Apply(actx, cfg)
 	cancel()
 	if err != nil {
@@ -320,7 +322,7 @@ func startAdmin(ctx context.Context, m *client.Manager, g *gateway.Gateway, conf
 		return nil, fmt.Errorf("the admin endpoint: %w", err)
 	}
 	token := newToken()
-	admin := gateway.NewAdmin(m, token)
+	admin := admin.New(m, token)
 	admin.SetGateway(g)
 	srv := &http.Server{Handler: admin, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout, IdleTimeout: gateway.DefaultIdleTimeout,
 		BaseContext: func(net.Listener) context.Context { return ctx },

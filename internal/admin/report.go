@@ -1,4 +1,4 @@
-package gateway
+package admin
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/gateway"
 	"github.com/mcpfleet/mcpfleet/toolsearch"
 )
 
@@ -88,7 +89,7 @@ func MakeReports(statuses []client.ServerStatus, stats client.Stats) []ServerRep
 
 // addQuarantined adds the quarantined templates to the reports of their
 // servers.
-func addQuarantined(reports []ServerReport, qs []QuarantinedTemplate) {
+func addQuarantined(reports []ServerReport, qs []gateway.QuarantinedTemplate) {
 	for _, q := range qs {
 		for i := range reports {
 			if reports[i].Name == q.Server {

@@ -1,26 +1,23 @@
-package gateway
+package configfile
 
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/filetrust"
 )
 
-// DefaultWatchInterval is how often a ConfigWatcher looks at its file.
+// DefaultWatchInterval is how often a Watcher looks at its file.
 const DefaultWatchInterval = 500 * time.Millisecond
 
 // DefaultApplyTimeout bounds one Apply of a changed config (which waits
 // for the servers marked required).
 const DefaultApplyTimeout = 30 * time.Second
 
-// WatchOptions configures a ConfigWatcher.
+// WatchOptions configures a Watcher.
 type WatchOptions struct {
 	// Interval is how often the file is looked at. Defaults to
 	// DefaultWatchInterval.
@@ -38,7 +35,7 @@ type WatchOptions struct {
 	Applied func(client.ApplyResult, error)
 }
 
-// ConfigWatcher re-applies a config file to a Manager when the file
+// Watcher re-applies a config file to a Manager when the file
 // changes. It looks at the file's modification time and size every
 // Interval, and reads it once either changed and then stayed the same for
 // an interval (a write in progress is not read); a read whose content
@@ -47,7 +44,7 @@ type WatchOptions struct {
 // fleet as it runs, and is logged; so is the summary of every Apply
 // (client.ApplyResult.String). It needs no file notification API, so it
 // works the same on every OS and on network file systems.
-type ConfigWatcher struct {
+type Watcher struct {
 	path string
 	o    WatchOptions
 	log  *slog.Logger
@@ -58,75 +55,26 @@ type ConfigWatcher struct {
 	seen fileState
 }
 
-// fileState is what a ConfigWatcher remembers of its file.
+// fileState is what a Watcher remembers of its file.
 type fileState struct {
 	mod  time.Time
 	size int64
 	hash [sha256.Size]byte
 }
 
-// ErrUntrustedConfig is the error of a config file that another user could
-// have written (see LoadConfig).
-var ErrUntrustedConfig = errors.New("mcpfleet: config: untrusted file")
-
-// LoadConfig is client.LoadConfig for a config whose commands are going to
-// be run. On Unix it refuses a file that is not this user's, or that group
-// or others can write: whoever can write the file chooses the commands the
-// fleet runs, with this user's credentials. The error wraps
-// ErrUntrustedConfig, names the file and says what to do. A file replaced
-// while it was read is refused too; keep the file in a directory only you
-// can write, so that it cannot be replaced at all.
-func LoadConfig(path string, opts ...client.ConfigOption) (*client.Config, error) {
-	before, err := trustedConfig(path)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := client.LoadConfig(path, opts...)
-	if err != nil {
-		return nil, err
-	}
-	after, err := trustedConfig(path)
-	if err != nil {
-		return nil, err
-	}
-	if !os.SameFile(before, after) || !before.ModTime().Equal(after.ModTime()) || before.Size() != after.Size() {
-		return nil, fmt.Errorf("%w: %s was replaced while it was read; try again", ErrUntrustedConfig, path)
-	}
-	return cfg, nil
-}
-
-// trustedConfig returns the FileInfo of the config file at path, or the
-// error that refuses it.
-func trustedConfig(path string) (os.FileInfo, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: config: %w", err)
-	}
-	switch why := filetrust.Untrusted(fi); why {
-	case "":
-		return fi, nil
-	case "writable by other users":
-		return nil, fmt.Errorf("%w: %s is writable by other users (mode %#o), who could make mcpfleet run any command: run chmod go-w %s",
-			ErrUntrustedConfig, path, fi.Mode().Perm(), path)
-	default:
-		return nil, fmt.Errorf("%w: %s is %s, who could make mcpfleet run any command as you: copy it to a file of your own, check the commands it runs, and use that",
-			ErrUntrustedConfig, path, why)
-	}
-}
-
-// NewConfigWatcher reads and parses the config file at path (refusing one
-// another user could have written, as LoadConfig does, then and at every
+// NewWatcher reads and parses the config file at path (refusing one
+// another user could have written, as Load does, then and at every
 // change), and returns a watcher that will look for changes made after
 // this read, with the config it read (for the first Apply, which is the
 // caller's).
-func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Config, error) {
+func NewWatcher(path string, o WatchOptions) (*Watcher, *client.Config, error) {
 	if o.Interval <= 0 {
 		o.Interval = DefaultWatchInterval
 	}
 	if o.ApplyTimeout <= 0 {
 		o.ApplyTimeout = DefaultApplyTimeout
 	}
-	w := &ConfigWatcher{path: path, o: o, log: o.Logger}
+	w := &Watcher{path: path, o: o, log: o.Logger}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -134,7 +82,7 @@ func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Conf
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := LoadConfig(path, o.ConfigOptions...)
+	cfg, err := Load(path, o.ConfigOptions...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -143,7 +91,7 @@ func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Conf
 }
 
 // state reads the file's time, size and content hash.
-func (w *ConfigWatcher) state() (fileState, error) {
+func (w *Watcher) state() (fileState, error) {
 	fi, err := os.Stat(w.path)
 	if err != nil {
 		return fileState{}, err
@@ -156,7 +104,7 @@ func (w *ConfigWatcher) state() (fileState, error) {
 }
 
 // Run watches the file and applies each change to m until ctx ends.
-func (w *ConfigWatcher) Run(ctx context.Context, m *client.Manager) {
+func (w *Watcher) Run(ctx context.Context, m *client.Manager) {
 	t := time.NewTicker(w.o.Interval)
 	defer t.Stop()
 	for {
@@ -170,7 +118,7 @@ func (w *ConfigWatcher) Run(ctx context.Context, m *client.Manager) {
 }
 
 // check applies the file if it changed since it was last read.
-func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
+func (w *Watcher) check(ctx context.Context, m *client.Manager) {
 	fi, err := os.Stat(w.path)
 	if err != nil {
 		if !w.last.mod.IsZero() {
@@ -196,7 +144,7 @@ func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
 		return
 	}
 	w.last = st
-	cfg, err := LoadConfig(w.path, w.o.ConfigOptions...)
+	cfg, err := Load(w.path, w.o.ConfigOptions...)
 	if err != nil {
 		w.log.Error("mcpfleet: config: the changed file was not applied; keeping the running fleet", "err", err)
 		w.report(client.ApplyResult{}, err)
@@ -213,7 +161,7 @@ func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
 	w.report(res, err)
 }
 
-func (w *ConfigWatcher) report(res client.ApplyResult, err error) {
+func (w *Watcher) report(res client.ApplyResult, err error) {
 	if w.o.Applied != nil {
 		w.o.Applied(res, err)
 	}

@@ -1,15 +1,19 @@
-package gateway_test
+package admin_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
 	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/upstream"
 )
 
@@ -17,12 +21,12 @@ import (
 // request with the token, and refuses one without it, and one from a
 // browser (an Origin header) even with it.
 func TestAdmin(t *testing.T) {
-	f := newFleet(t, map[string]client.ServerSpec{"a": {Dialer: client.InProcess(upstream.New("a").MCPServer)}})
-	admin := gateway.NewAdmin(f.m, "s3cret")
-	ts := httptest.NewServer(admin)
+	m := newManager(t, map[string]*upstream.Server{"a": upstream.New("a")})
+	h := admin.New(m, "s3cret")
+	ts := httptest.NewServer(h)
 	t.Cleanup(func() { // after the responses' bodies are closed
 		ts.Close()
-		admin.Close()
+		h.Close()
 	})
 	do := func(method, path, body string, header map[string]string) *http.Response {
 		t.Helper()
@@ -51,14 +55,14 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("from a browser: %d", resp.StatusCode)
 	}
 
-	var status struct{ Servers []gateway.ServerReport }
+	var status struct{ Servers []admin.ServerReport }
 	if err := json.NewDecoder(do("GET", "/v1/status", "", auth).Body).Decode(&status); err != nil {
 		t.Fatal(err)
 	}
 	if len(status.Servers) != 1 || status.Servers[0].Name != "a" || status.Servers[0].State != "Connected" || status.Servers[0].Tools == 0 {
 		t.Fatalf("status %+v", status.Servers)
 	}
-	var tools struct{ Tools []gateway.ToolReport }
+	var tools struct{ Tools []admin.ToolReport }
 	if err := json.NewDecoder(do("GET", "/v1/tools?q=echo+text&k=1", "", auth).Body).Decode(&tools); err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +71,9 @@ func TestAdmin(t *testing.T) {
 	}
 
 	lines := bufio.NewScanner(do("POST", "/v1/call", `{"tool":"a__progress","arguments":{"steps":2}}`, auth).Body)
-	var got []gateway.StreamLine
+	var got []admin.StreamLine
 	for lines.Scan() {
-		var l gateway.StreamLine
+		var l admin.StreamLine
 		if err := json.Unmarshal(lines.Bytes(), &l); err != nil {
 			t.Fatal(err)
 		}
@@ -80,15 +84,15 @@ func TestAdmin(t *testing.T) {
 	}
 
 	watch := bufio.NewScanner(do("GET", "/v1/watch", "", auth).Body)
-	var first gateway.StreamLine
+	var first admin.StreamLine
 	if !watch.Scan() || json.Unmarshal(watch.Bytes(), &first) != nil || len(first.Servers) != 1 {
 		t.Fatalf("watch starts with %s", watch.Text())
 	}
-	if err := f.m.Disable(testCtx(t), "a"); err != nil {
+	if err := m.Disable(testCtx(t), "a"); err != nil {
 		t.Fatal(err)
 	}
 	for watch.Scan() {
-		var l gateway.StreamLine
+		var l admin.StreamLine
 		if err := json.Unmarshal(watch.Bytes(), &l); err != nil {
 			t.Fatal(err)
 		}
@@ -97,4 +101,47 @@ func TestAdmin(t *testing.T) {
 		}
 	}
 	t.Fatalf("watch ended before the server was disabled: %v", watch.Err())
+}
+
+// templateServer is an MCP server with resource templates that answer
+// with the server's name.
+func templateServer(name string, templates ...string) *upstream.Server {
+	s := &upstream.Server{MCPServer: server.NewMCPServer(name, "test", server.WithResourceCapabilities(true, true))}
+	for _, tmpl := range templates {
+		s.AddResourceTemplate(mcp.NewResourceTemplate(tmpl, tmpl),
+			func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+				return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: name}}, nil
+			})
+	}
+	return s
+}
+
+// TestStatusNamesQuarantinedTemplates: the status of a running serve says
+// which resource templates its gateway does not serve, and whose they
+// overlap: only the gateway knows, so the handler asks the one it was
+// given.
+func TestStatusNamesQuarantinedTemplates(t *testing.T) {
+	m := newManager(t, map[string]*upstream.Server{
+		"any":   templateServer("any", "{+any}"),
+		"notes": templateServer("notes", "notes://{user}/diary"),
+	})
+	g := gateway.New(m)
+	defer g.Close()
+	if q := g.QuarantinedTemplates(); len(q) != 1 {
+		t.Fatalf("the gateway quarantined %+v", q)
+	}
+	h := admin.New(m, "t")
+	defer h.Close()
+	h.SetGateway(g)
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/v1/status", nil)
+	req.Header.Set("Authorization", "Bearer t")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var status struct{ Servers []admin.ServerReport }
+	if err := json.Unmarshal(rec.Body.Bytes(), &status); err != nil {
+		t.Fatal(err)
+	}
+	if q := status.Servers[0].QuarantinedTemplates; status.Servers[0].Name != "any" || len(q) != 1 || q[0] != "{+any} (overlaps notes's notes://{user}/diary)" {
+		t.Fatalf("status: %+v", status.Servers)
+	}
 }
