@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
@@ -26,6 +27,10 @@ type WatchOptions struct {
 	ApplyTimeout time.Duration
 	// ConfigOptions are passed to client.LoadConfig at every read.
 	ConfigOptions []client.ConfigOption
+	// Load, if set, reads the file at every change instead of
+	// Load(path, ConfigOptions...): a program that adds to what it reads
+	// (a variable for every child) reads it the same way each time.
+	Load func(path string) (*client.Config, error)
 	// Logger hears of every change: the Apply summary, or why a changed
 	// file was not applied. Defaults to discarding.
 	Logger *slog.Logger
@@ -48,6 +53,8 @@ type Watcher struct {
 	path string
 	o    WatchOptions
 	log  *slog.Logger
+
+	mu   sync.Mutex // guards last and seen, and makes reads and Applies one at a time
 	last fileState
 	// seen is the time and size of a change seen at the last look, not yet
 	// read: a file is read once it stayed the same for one interval, so
@@ -82,7 +89,7 @@ func NewWatcher(path string, o WatchOptions) (*Watcher, *client.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := Load(path, o.ConfigOptions...)
+	cfg, err := w.load()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -103,6 +110,14 @@ func (w *Watcher) state() (fileState, error) {
 	return fileState{mod: fi.ModTime(), size: fi.Size(), hash: sha256.Sum256(data)}, nil
 }
 
+// load reads the file as the options say.
+func (w *Watcher) load() (*client.Config, error) {
+	if w.o.Load != nil {
+		return w.o.Load(w.path)
+	}
+	return Load(w.path, w.o.ConfigOptions...)
+}
+
 // Run watches the file and applies each change to m until ctx ends.
 func (w *Watcher) Run(ctx context.Context, m *client.Manager) {
 	t := time.NewTicker(w.o.Interval)
@@ -117,8 +132,30 @@ func (w *Watcher) Run(ctx context.Context, m *client.Manager) {
 	}
 }
 
+// Reload reads the file now and applies it to m if it changed since it
+// was last read, without waiting for the next look: for a program that
+// has just written the file. It returns the Apply's result (the zero
+// result if the file had not changed) and error, or the read's error.
+func (w *Watcher) Reload(ctx context.Context, m *client.Manager) (client.ApplyResult, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, err := w.state()
+	if err != nil {
+		return client.ApplyResult{}, err
+	}
+	w.seen = fileState{}
+	if st.hash == w.last.hash {
+		w.last = st
+		return client.ApplyResult{}, nil
+	}
+	w.last = st
+	return w.apply(ctx, m)
+}
+
 // check applies the file if it changed since it was last read.
 func (w *Watcher) check(ctx context.Context, m *client.Manager) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	fi, err := os.Stat(w.path)
 	if err != nil {
 		if !w.last.mod.IsZero() {
@@ -144,11 +181,17 @@ func (w *Watcher) check(ctx context.Context, m *client.Manager) {
 		return
 	}
 	w.last = st
-	cfg, err := Load(w.path, w.o.ConfigOptions...)
+	_, _ = w.apply(ctx, m)
+}
+
+// apply reads the file and applies it to m, logging and reporting what
+// came of it. The caller holds mu.
+func (w *Watcher) apply(ctx context.Context, m *client.Manager) (client.ApplyResult, error) {
+	cfg, err := w.load()
 	if err != nil {
 		w.log.Error("mcpfleet: config: the changed file was not applied; keeping the running fleet", "err", err)
 		w.report(client.ApplyResult{}, err)
-		return
+		return client.ApplyResult{}, err
 	}
 	actx, cancel := context.WithTimeout(ctx, w.o.ApplyTimeout)
 	res, err := m.Apply(actx, cfg)
@@ -159,6 +202,7 @@ func (w *Watcher) check(ctx context.Context, m *client.Manager) {
 		w.log.Info("mcpfleet: config: applied", "path", w.path, "summary", res.String())
 	}
 	w.report(res, err)
+	return res, err
 }
 
 func (w *Watcher) report(res client.ApplyResult, err error) {

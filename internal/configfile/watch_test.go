@@ -194,3 +194,41 @@ func TestWatcherRefusesUntrustedFile(t *testing.T) {
 		t.Fatalf("applied: %v", st)
 	}
 }
+
+// TestWatcherReload: Reload applies a change at once, without waiting for
+// the next look (a command that has just edited the file asks for it), and
+// does nothing for a file that did not change; the looks that follow do
+// not apply the change twice.
+func TestWatcherReload(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, map[string]any{"one": faultEntry()})
+	applied := make(chan client.ApplyResult, 8)
+	w, cfg, err := configfile.NewWatcher(path, configfile.WatchOptions{Interval: time.Hour,
+		Applied: func(r client.ApplyResult, _ error) { applied <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := client.New()
+	defer m.Close()
+	if _, err := m.Apply(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Reload(ctx, m); err != nil || res.String() != "no changes" {
+		t.Fatalf("an unchanged file: %q %v", res.String(), err)
+	}
+	writeConfig(t, path, map[string]any{"one": faultEntry(), "two": faultEntry()})
+	res, err := w.Reload(ctx, m)
+	if err != nil || !slices.Equal(res.Added, []string{"two"}) {
+		t.Fatalf("reload after an edit: %+v %v", res, err)
+	}
+	if n := len(m.Statuses()); n != 2 {
+		t.Fatalf("%d servers after the reload", n)
+	}
+	if res, err := w.Reload(ctx, m); err != nil || len(res.Added) != 0 {
+		t.Fatalf("a second reload: %+v %v", res, err)
+	}
+	if len(applied) != 1 {
+		t.Fatalf("applied %d times", len(applied))
+	}
+}
