@@ -22,7 +22,7 @@ func Example() {
 	_ = m.Add(ctx, "notes", client.ServerSpec{Dialer: client.InProcess(upstream.New("notes").MCPServer)})
 	_ = m.WaitFor(ctx, "notes", lifecycle.Connected)
 
-	h := admin.New(m, "the-token-of-the-admin-file")
+	h := admin.New(m, "the-token-of-the-admin-file", admin.Options{})
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()

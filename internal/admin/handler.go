@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/gateway"
@@ -18,45 +19,84 @@ import (
 )
 
 // Handler is the admin endpoint of a running serve: JSON over HTTP for the
-// command line's status, tools, call, watch and auth against it. Every
-// request must carry the bearer token; a request with an Origin header (a
-// browser) or a Host that is not local is refused, so that no web page can
-// reach it through the user's browser. Serve it on a loopback address
-// only.
+// command line's status, tools, call, watch, auth, enable, disable,
+// reconnect and reload against it. Every request must carry the bearer
+// token; a request with an Origin header (a browser) or a Host that is not
+// local is refused, so that no web page can reach it through the user's
+// browser. Serve it on a loopback address only.
 //
-//	GET  /v1/status              {"servers": [ServerReport...]}
-//	GET  /v1/tools?q=QUERY&k=N   {"tools": [ToolReport...]}
-//	POST /v1/call  CallRequest   StreamLine per line: progress..., result or error
-//	GET  /v1/watch               StreamLine per line: servers, then event...
-//	POST /v1/auth?server=NAME    StreamLine per line: url, then done or error
+//	GET  /v1/status                  {"serve": ServeInfo, "servers": [ServerReport...]}
+//	GET  /v1/tools?q=QUERY&k=N       {"tools": [ToolReport...]}; &schema=1 adds the schemas
+//	POST /v1/call  CallRequest       StreamLine per line: progress..., result or error
+//	GET  /v1/watch                   StreamLine per line: servers, then event...
+//	POST /v1/auth?server=NAME        StreamLine per line: url, then done or error
+//	POST /v1/servers/NAME/OP         OP enable, disable or reconnect: {"server": ServerReport}
+//	POST /v1/reload                  ReloadReport: the config file read again, now
 type Handler struct {
 	m     *client.Manager
 	token string
-	gw    atomic.Pointer[gateway.Gateway] // see SetGateway
+	o     Options
+	mux   *http.ServeMux
 
 	mu sync.Mutex // guards ts
 	ts *client.ToolSearch
 }
 
+// Options are what a Handler reports beyond its Manager.
+type Options struct {
+	// Gateway is the gateway that serves the Manager, so that the status
+	// reports what it decided of the catalog itself: the resource
+	// templates it quarantined (see gateway.QuarantinedTemplate).
+	Gateway *gateway.Gateway
+	// Serve says which serve answers (status shows it).
+	Serve ServeInfo
+	// Reload, if set, reads the config file again and applies it at once
+	// (configfile.Watcher.Reload): a command that has just edited the file
+	// asks for it. Without it, POST /v1/reload answers 404.
+	Reload func(ctx context.Context) (client.ApplyResult, error)
+}
+
+// ServeInfo says which serve an admin endpoint belongs to.
+type ServeInfo struct {
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// Serving is what it serves MCP on: "stdio", or its HTTP endpoint.
+	Serving string `json:"serving,omitempty"`
+	Version string `json:"version,omitempty"`
+	Config  string `json:"config,omitempty"`
+}
+
+// ReloadReport is the answer of POST /v1/reload: what the Apply did
+// (client.ApplyResult.String), or why the file was not applied.
+type ReloadReport struct {
+	Summary string `json:"summary,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
 // New returns the admin endpoint of m, answering requests that carry
 // token. It panics if token is empty: an admin endpoint without one would
 // let any local process call every tool.
-func New(m *client.Manager, token string) *Handler {
+func New(m *client.Manager, token string, o Options) *Handler {
 	if token == "" {
 		panic("mcpfleet: admin: New needs a token")
 	}
-	return &Handler{m: m, token: token}
+	a := &Handler{m: m, token: token, o: o, mux: http.NewServeMux()}
+	a.mux.HandleFunc("GET /v1/status", a.status)
+	a.mux.HandleFunc("GET /v1/tools", a.tools)
+	a.mux.HandleFunc("POST /v1/call", a.call)
+	a.mux.HandleFunc("GET /v1/watch", a.watch)
+	a.mux.HandleFunc("POST /v1/auth", a.auth)
+	a.mux.HandleFunc("POST /v1/servers/{name}/{op}", a.control)
+	if o.Reload != nil {
+		a.mux.HandleFunc("POST /v1/reload", a.reload)
+	}
+	return a
 }
-
-// SetGateway names the gateway that serves m, so that the status reports
-// what it decided of the catalog itself: the resource templates it
-// quarantined (see gateway.QuarantinedTemplate).
-func (a *Handler) SetGateway(g *gateway.Gateway) { a.gw.Store(g) }
 
 // reports are the servers' reports, with what the gateway adds.
 func (a *Handler) reports(statuses []client.ServerStatus) []ServerReport {
 	out := MakeReports(statuses, a.m.Stats())
-	if g := a.gw.Load(); g != nil {
+	if g := a.o.Gateway; g != nil {
 		addQuarantined(out, g.QuarantinedTemplates())
 	}
 	return out
@@ -91,31 +131,68 @@ func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "mcpfleet: a bearer token is required", http.StatusUnauthorized)
 		return
 	}
+	a.mux.ServeHTTP(w, r)
+}
+
+func (a *Handler) status(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, map[string]any{"serve": a.o.Serve, "servers": a.reports(a.m.Statuses())})
+}
+
+func (a *Handler) tools(w http.ResponseWriter, r *http.Request) {
+	k, _ := strconv.Atoi(r.URL.Query().Get("k"))
+	q := r.URL.Query().Get("q")
+	var ts *client.ToolSearch
+	if q != "" {
+		ts = a.search()
+	}
+	tools, err := ToolReports(a.m, ts, q, k, r.URL.Query().Get("schema") == "1")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, map[string]any{"tools": tools})
+}
+
+// control enables, disables or reconnects a server, and answers with its
+// report once the Manager did.
+func (a *Handler) control(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var err error
+	switch op := r.PathValue("op"); op {
+	case "enable":
+		err = a.m.Enable(r.Context(), name)
+	case "disable":
+		err = a.m.Disable(r.Context(), name)
+	case "reconnect":
+		err = a.m.Reconnect(r.Context(), name)
+	default:
+		http.Error(w, fmt.Sprintf("mcpfleet: no operation %q (want enable, disable or reconnect)", op), http.StatusNotFound)
+		return
+	}
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == "/v1/status":
-		writeJSON(w, map[string]any{"servers": a.reports(a.m.Statuses())})
-	case r.Method == http.MethodGet && r.URL.Path == "/v1/tools":
-		k, _ := strconv.Atoi(r.URL.Query().Get("k"))
-		q := r.URL.Query().Get("q")
-		var ts *client.ToolSearch
-		if q != "" {
-			ts = a.search()
-		}
-		tools, err := ToolReports(a.m, ts, q, k)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+	case errors.Is(err, client.ErrUnknownServer):
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	for _, rep := range a.reports(a.m.Statuses()) {
+		if rep.Name == name {
+			writeJSON(w, map[string]any{"server": rep})
 			return
 		}
-		writeJSON(w, map[string]any{"tools": tools})
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/call":
-		a.call(w, r)
-	case r.Method == http.MethodGet && r.URL.Path == "/v1/watch":
-		a.watch(w, r)
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/auth":
-		a.auth(w, r)
-	default:
-		http.NotFound(w, r)
 	}
+	http.Error(w, fmt.Sprintf("mcpfleet: server %q is gone", name), http.StatusNotFound)
+}
+
+func (a *Handler) reload(w http.ResponseWriter, r *http.Request) {
+	res, err := a.o.Reload(r.Context())
+	rep := ReloadReport{Summary: res.String()}
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	writeJSON(w, rep)
 }
 
 // localHost reports whether a request's Host names this machine.

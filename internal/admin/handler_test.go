@@ -12,9 +12,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/upstream"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
 // TestAdmin: the admin endpoint answers status, tools, call and watch to a
@@ -22,7 +24,7 @@ import (
 // browser (an Origin header) even with it.
 func TestAdmin(t *testing.T) {
 	m := newManager(t, map[string]*upstream.Server{"a": upstream.New("a")})
-	h := admin.New(m, "s3cret")
+	h := admin.New(m, "s3cret", admin.Options{})
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() { // after the responses' bodies are closed
 		ts.Close()
@@ -130,9 +132,8 @@ func TestStatusNamesQuarantinedTemplates(t *testing.T) {
 	if q := g.QuarantinedTemplates(); len(q) != 1 {
 		t.Fatalf("the gateway quarantined %+v", q)
 	}
-	h := admin.New(m, "t")
+	h := admin.New(m, "t", admin.Options{Gateway: g})
 	defer h.Close()
-	h.SetGateway(g)
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/v1/status", nil)
 	req.Header.Set("Authorization", "Bearer t")
 	rec := httptest.NewRecorder()
@@ -144,4 +145,58 @@ func TestStatusNamesQuarantinedTemplates(t *testing.T) {
 	if q := status.Servers[0].QuarantinedTemplates; status.Servers[0].Name != "any" || len(q) != 1 || q[0] != "{+any} (overlaps notes's notes://{user}/diary)" {
 		t.Fatalf("status: %+v", status.Servers)
 	}
+}
+
+// TestAdminControl: a request with the token enables, disables and
+// reconnects a server and gets its report back; an unknown server is 404;
+// reload answers only when the serve gave a way to reload; tools with
+// schema=1 carry each tool's input schema.
+func TestAdminControl(t *testing.T) {
+	m := newManager(t, map[string]*upstream.Server{"a": upstream.New("a")})
+	reloads := 0
+	h := admin.New(m, "t", admin.Options{Reload: func(context.Context) (client.ApplyResult, error) {
+		reloads++
+		return client.ApplyResult{Added: []string{"b"}}, nil
+	}})
+	defer h.Close()
+	do := func(method, path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(testCtx(t), method, "http://127.0.0.1"+path, nil)
+		req.Header.Set("Authorization", "Bearer t")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, op := range []struct{ op, state string }{{"disable", "Disabled"}, {"enable", ""}, {"reconnect", ""}} {
+		rec := do("POST", "/v1/servers/a/"+op.op)
+		var got struct{ Server admin.ServerReport }
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &got) != nil || got.Server.Name != "a" ||
+			op.state != "" && got.Server.State != op.state {
+			t.Fatalf("%s: %d %s", op.op, rec.Code, rec.Body)
+		}
+	}
+	if err := m.WaitFor(testCtx(t), "a", lifecycle.Connected); err != nil {
+		t.Fatal(err)
+	}
+	if rec := do("POST", "/v1/servers/nope/disable"); rec.Code != http.StatusNotFound {
+		t.Fatalf("an unknown server: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do("POST", "/v1/servers/a/explode"); rec.Code != http.StatusNotFound {
+		t.Fatalf("an unknown operation: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do("POST", "/v1/reload"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "added b") || reloads != 1 {
+		t.Fatalf("reload: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do("GET", "/v1/servers/a/disable"); rec.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("a GET that would change something: %d", rec.Code)
+	}
+	var tools struct{ Tools []admin.ToolReport }
+	if err := json.Unmarshal(do("GET", "/v1/tools?schema=1").Body.Bytes(), &tools); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range tools.Tools {
+		if tr.Name == "a__echo" && strings.Contains(string(tr.InputSchema), `"text"`) && tr.Tool == "echo" {
+			return
+		}
+	}
+	t.Fatalf("no schema of a__echo in %+v", tools.Tools)
 }
