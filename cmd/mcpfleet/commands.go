@@ -20,20 +20,52 @@ import (
 )
 
 func cmdStatus(ctx context.Context, args []string, e *env) error {
-	inv, err := prepare(ctx, e, cmdSpec{name: "status", json: true}, args)
+	inv, err := prepare(ctx, e, cmdSpec{name: "status", json: true, wait: true}, args)
 	if err != nil {
 		return err
 	}
 	defer inv.close()
-	reports, err := inv.fleet.status(ctx)
+	st, err := inv.fleet.status(ctx)
 	if err != nil {
 		return err
 	}
 	if inv.json {
-		return printJSON(e.stdout, map[string]any{"servers": reports})
+		return printJSON(e.stdout, st)
 	}
-	writeStatus(e.stdout, reports, time.Now())
+	for _, l := range serveLines(st, inv.direct) {
+		fmt.Fprintln(e.stdout, l)
+	}
+	writeStatus(e.stdout, st.Servers, time.Now())
 	return nil
+}
+
+// serveLines say which serve answered a command, and which others of the
+// config run; or that none did.
+func serveLines(st statusReport, direct bool) []string {
+	if st.Serve == nil {
+		if direct {
+			return []string{"no serve asked (--direct): the servers were started for this command"}
+		}
+		return []string{"no serve of this config runs: the servers were started for this command"}
+	}
+	describe := func(s admin.ServeInfo) string {
+		line := fmt.Sprintf("serve pid %d (%s, since %s", s.PID, s.Serving, s.Started.Local().Format("15:04:05"))
+		if s.Version != "" {
+			line += ", " + s.Version
+		}
+		return line + ")"
+	}
+	lines := []string{describe(*st.Serve)}
+	if len(st.Others) > 0 {
+		lines[0] += fmt.Sprintf(", the newest of %d", len(st.Others)+1)
+	}
+	for _, o := range st.Others {
+		lines = append(lines, "also running: "+describe(o))
+	}
+	for i, l := range lines {
+		lines[i] = texttable.Cut(termSafe(l, false), texttable.Width)
+	}
+	return lines
 }
 
 // writeStatus prints one row per server, fitted to 100 columns, with its
@@ -94,26 +126,39 @@ func printJSON(w io.Writer, v any) error {
 
 func cmdTools(ctx context.Context, args []string, e *env) error {
 	var k int
-	inv, err := prepare(ctx, e, cmdSpec{name: "tools", maxArgs: -1, json: true,
-		flags: func(fs *flag.FlagSet) { fs.IntVar(&k, "k", 10, "how many matches of QUERY to show") }}, args)
+	var schemas bool
+	inv, err := prepare(ctx, e, cmdSpec{name: "tools", maxArgs: -1, json: true, wait: true,
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&k, "k", 10, "how many matches of QUERY to show")
+			fs.BoolVar(&schemas, "schema", false, "show each tool's input schema (its arguments)")
+		}}, args)
 	if err != nil {
 		return err
 	}
 	defer inv.close()
 	query := strings.Join(inv.args, " ")
-	tools, err := inv.fleet.tools(ctx, query, k)
+	tools, err := inv.fleet.tools(ctx, query, k, schemas)
 	if err != nil {
 		return err
 	}
 	if inv.json {
 		return printJSON(e.stdout, map[string]any{"tools": tools})
 	}
+	if schemas {
+		for i, tr := range tools {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			writeTool(e.stdout, tr)
+		}
+		return nil
+	}
 	writeTools(e.stdout, tools, query)
 	return nil
 }
 
-// writeTools prints one row per tool: its name, "ro" if it is read-only,
-// and the first line of its description.
+// writeTools prints one row per tool: its name, whether it declares itself
+// read-only, and the first line of its description.
 func writeTools(w io.Writer, tools []admin.ToolReport, query string) {
 	if len(tools) == 0 {
 		if query != "" {
@@ -124,11 +169,11 @@ func writeTools(w io.Writer, tools []admin.ToolReport, query string) {
 		return
 	}
 	t := texttable.Table{Shrink: []texttable.Shrink{{Col: 2, Min: 30}, {Col: 0, Min: 20}}}
-	t.Row("TOOL", "", "DESCRIPTION")
+	t.Row("TOOL", "READ-ONLY", "DESCRIPTION")
 	for _, tr := range tools {
 		mark := ""
 		if tr.ReadOnly {
-			mark = "ro"
+			mark = "yes"
 		}
 		t.Row(termSafe(tr.Name, false), mark, termSafe(firstLine(tr.Description), false))
 	}
@@ -173,6 +218,9 @@ func cmdCall(ctx context.Context, args []string, e *env) error {
 	res, err := inv.fleet.call(ctx, pos[0], callArgs, func(r admin.ProgressReport) { p.set(label + ": " + progressText(r)) })
 	p.end()
 	if err != nil {
+		if hint := unknownTool(ctx, inv.fleet, pos[0]); hint != "" {
+			return fmt.Errorf("%w%s", err, hint)
+		}
 		return err
 	}
 	if inv.json {

@@ -64,7 +64,7 @@ func TestStatus(t *testing.T) {
 	c := newCLI(t)
 	secretConfig(c, t)
 
-	code, out, errOut := c.run("status")
+	code, out, errOut := c.run("status", "--wait", "2m")
 	if code != exitOK {
 		t.Fatalf("status: %d\n%s%s", code, out, errOut)
 	}
@@ -76,7 +76,7 @@ func TestStatus(t *testing.T) {
 	fits(t, out)
 	noSecrets(t, "status", out+errOut)
 
-	code, out, _ = c.run("status", "--json")
+	code, out, _ = c.run("status", "--json", "--wait", "2m")
 	var doc struct{ Servers []admin.ServerReport }
 	if code != exitOK || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Servers) != 3 {
 		t.Fatalf("status --json: %d %s", code, out)
@@ -132,11 +132,11 @@ func TestStatusFitsWidth(t *testing.T) {
 func TestToolsAndCall(t *testing.T) {
 	c := newCLI(t)
 	c.writeConfig(map[string]any{"files": faultEntry(faultserver.ModeNormal, nil)})
-	code, out, errOut := c.run("tools")
+	code, out, errOut := c.run("tools", "--wait", "2m")
 	if code != exitOK || !strings.Contains(out, "files__echo") || !strings.Contains(out, "files__sleep") {
 		t.Fatalf("tools: %d\n%s%s", code, out, errOut)
 	}
-	code, out, _ = c.run("tools", "return", "text", "argument", "-k", "1")
+	code, out, _ = c.run("tools", "return", "text", "argument", "-k", "1", "--wait", "2m")
 	if code != exitOK || !strings.Contains(out, "files__echo") || strings.Count(out, "\n") != 2 {
 		t.Fatalf("tools QUERY: %d\n%s", code, out)
 	}
@@ -271,7 +271,7 @@ func TestToolsSaysWhyAServerHasNone(t *testing.T) {
 		"files": faultEntry(faultserver.ModeNormal, nil),
 		"oops":  map[string]any{"command": "mcpfleet-no-such-command"},
 	})
-	code, out, errOut := c.run("tools")
+	code, out, errOut := c.run("tools", "--wait", "2m")
 	if code != exitOK || !strings.Contains(out, "files__echo") {
 		t.Fatalf("tools: %d\n%s%s", code, out, errOut)
 	}

@@ -205,17 +205,17 @@ func TestAdminFileTrusted(t *testing.T) {
 		{"off this machine", "192.0.2.1:9", 0o600, `names the address "192.0.2.1:9", which is not a loopback one`},
 	} {
 		t.Run(x.name, func(t *testing.T) {
-			if err := writeAdminFile(paths.admin, adminFile{Addr: x.addr, Token: "t", PID: 1, Config: c.config}); err != nil {
+			if err := writeAdminFile(paths.admin(1), adminFile{Addr: x.addr, Token: "t", PID: 1, Config: c.config}); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chmod(paths.admin, x.mode); err != nil {
+			if err := os.Chmod(paths.admin(1), x.mode); err != nil {
 				t.Fatal(err)
 			}
 			code, out, errOut := c.run("status")
 			if code != exitOK || strings.Contains(out, "planted") || !strings.Contains(out, "files") {
 				t.Fatalf("status: %d %q %q", code, out, errOut)
 			}
-			if !strings.Contains(errOut, "mcpfleet: ignoring a serve's admin file: "+paths.admin+" "+x.want) {
+			if !strings.Contains(errOut, "mcpfleet: ignoring a serve's admin file: "+paths.admin(1)+" "+x.want) {
 				t.Fatalf("status does not say why it ignored the admin file: %q", errOut)
 			}
 			if hits.Load() != 0 {
