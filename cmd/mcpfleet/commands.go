@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,11 +21,20 @@ import (
 )
 
 func cmdStatus(ctx context.Context, args []string, e *env) error {
-	inv, err := prepare(ctx, e, cmdSpec{name: "status", json: true, wait: true}, args)
+	var web, noBrowser bool
+	inv, err := prepare(ctx, e, cmdSpec{name: "status", json: true, wait: true,
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&web, "web", false, "open the running serve's status page in a browser (and print its address)")
+			fs.BoolVar(&noBrowser, "no-browser", false, "with --web: print the address only")
+		},
+		noFleet: func() bool { return web }}, args)
 	if err != nil {
 		return err
 	}
 	defer inv.close()
+	if web {
+		return statusPage(ctx, e, &inv.commonFlags, noBrowser)
+	}
 	st, err := inv.fleet.status(ctx)
 	if err != nil {
 		return err
@@ -426,4 +436,37 @@ func eventLine(r admin.EventReport) string {
 	// Names, log messages and errors are the servers' words: shown, not
 	// obeyed, on one line.
 	return texttable.Cut(termSafe(b.String(), false), texttable.Width)
+}
+
+// statusPage prints the address of the running serve's status page, with
+// the token of its admin file in the fragment (which a browser never
+// sends), and opens it unless noBrowser.
+func statusPage(ctx context.Context, e *env, flags *commonFlags, noBrowser bool) error {
+	config, err := configPath(flags.config)
+	if err != nil {
+		return err
+	}
+	if config, err = filepath.Abs(config); err != nil {
+		return err
+	}
+	paths, err := pathsFor(config)
+	if err != nil {
+		return err
+	}
+	r, notes := findServe(ctx, e, paths)
+	if r == nil {
+		for _, n := range notes {
+			fmt.Fprintf(e.stderr, "mcpfleet: %s\n", n)
+		}
+		return fmt.Errorf("the status page is a serve's, and no serve of %s runs: start one (mcpfleet serve)", config)
+	}
+	defer r.close()
+	u := r.base + "/status#token=" + r.token
+	fmt.Fprintf(e.stdout, "the status page of serve pid %d (the address holds its token: keep it to yourself):\n  %s\n", r.info.PID, u)
+	if !noBrowser {
+		if err := openBrowser(u); err != nil {
+			fmt.Fprintf(e.stderr, "(could not open a browser: %v)\n", err)
+		}
+	}
+	return nil
 }

@@ -287,6 +287,9 @@ type cmdSpec struct {
 	// check, if set, refuses positional arguments that are wrong in
 	// themselves, before the fleet is opened.
 	check func(args []string) error
+	// noFleet, if set, says (once the flags are parsed) that the command
+	// needs no fleet this time: prepare opens none.
+	noFleet func() bool
 }
 
 // invocation is a command other than serve, ready to run: its flags, its
@@ -297,7 +300,11 @@ type invocation struct {
 	fleet fleet
 }
 
-func (inv *invocation) close() { inv.fleet.close() }
+func (inv *invocation) close() {
+	if inv.fleet != nil {
+		inv.fleet.close()
+	}
+}
 
 // prepare is the preamble of every command other than serve: it parses
 // args by s (the common flags and the command's own), checks the
@@ -337,6 +344,9 @@ func prepare(ctx context.Context, e *env, s cmdSpec, args []string) (*invocation
 		return nil, err
 	}
 	inv.args = pos
+	if s.noFleet != nil && s.noFleet() {
+		return inv, nil
+	}
 	if inv.fleet, err = openFleet(ctx, e, &inv.commonFlags); err != nil {
 		return nil, err
 	}

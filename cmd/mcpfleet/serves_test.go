@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -147,5 +149,47 @@ func TestRecursionRefused(t *testing.T) {
 		if code != exitError || !strings.Contains(errOut, "refusing to run a fleet inside itself: a fleet of "+abs+" started this one") {
 			t.Fatalf("%v under a fleet of its own config: %d %q", args, code, errOut)
 		}
+	}
+}
+
+// TestStatusWeb: status --web prints the running serve's status page, its
+// token in the fragment, and opens it; the page is there, and the token
+// answers; without a serve it says there is no page to open.
+func TestStatusWeb(t *testing.T) {
+	c := newCLI(t)
+	c.writeConfig(map[string]any{"one": faultEntry(faultserver.ModeNormal, nil)})
+	if code, _, errOut := c.run("status", "--web"); code != exitError || !strings.Contains(errOut, "the status page is a serve's, and no serve of") {
+		t.Fatalf("without a serve: %d %q", code, errOut)
+	}
+	c.startServe()
+	var opened string
+	old := openBrowser
+	openBrowser = func(u string) error { opened = u; return nil }
+	t.Cleanup(func() { openBrowser = old })
+	code, out, errOut := c.run("status", "--web")
+	if code != exitOK || opened == "" || !strings.Contains(out, opened) {
+		t.Fatalf("status --web: %d %q %q (opened %q)", code, out, errOut, opened)
+	}
+	u, err := url.Parse(opened)
+	if err != nil || u.Path != "/status" || !strings.HasPrefix(u.Fragment, "token=") {
+		t.Fatalf("the address %q", opened)
+	}
+	get := func(path, token string) int {
+		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodGet, "http://"+u.Host+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get("/status", ""); got != http.StatusOK {
+		t.Fatalf("the page: %d", got)
+	}
+	if got := get("/v1/status", strings.TrimPrefix(u.Fragment, "token=")); got != http.StatusOK {
+		t.Fatalf("the page's token: %d", got)
 	}
 }

@@ -20,11 +20,15 @@ import (
 
 // Handler is the admin endpoint of a running serve: JSON over HTTP for the
 // command line's status, tools, call, watch, auth, enable, disable,
-// reconnect and reload against it. Every request must carry the bearer
-// token; a request with an Origin header (a browser) or a Host that is not
-// local is refused, so that no web page can reach it through the user's
-// browser. Serve it on a loopback address only.
+// reconnect and reload against it, and a status page for a browser. Every
+// request but the page's files must carry the bearer token; a request
+// with an Origin header other than the endpoint's own (a browser on
+// another page) or a Host that is not local is refused, so that no web
+// page can reach it through the user's browser. Serve it on a loopback
+// address only.
 //
+//	GET  /status                     the status page (/status.js, /status.css); the token in its #fragment
+//	GET  /v1/events                  server-sent events: serve, servers, event (see events)
 //	GET  /v1/status                  {"serve": ServeInfo, "servers": [ServerReport...]}
 //	GET  /v1/tools?q=QUERY&k=N       {"tools": [ToolReport...]}; &schema=1 adds the schemas
 //	POST /v1/call  CallRequest       StreamLine per line: progress..., result or error
@@ -87,6 +91,7 @@ func New(m *client.Manager, token string, o Options) *Handler {
 	a.mux.HandleFunc("GET /v1/watch", a.watch)
 	a.mux.HandleFunc("POST /v1/auth", a.auth)
 	a.mux.HandleFunc("POST /v1/servers/{name}/{op}", a.control)
+	a.mux.HandleFunc("GET /v1/events", a.events)
 	if o.Reload != nil {
 		a.mux.HandleFunc("POST /v1/reload", a.reload)
 	}
@@ -122,8 +127,14 @@ func (a *Handler) search() *client.ToolSearch {
 }
 
 func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Origin") != "" || !localHost(r.Host) {
-		http.Error(w, "mcpfleet: the admin endpoint answers local programs only", http.StatusForbidden)
+	// A browser names the page that sent a request (Origin): only the
+	// status page itself, on this very address, may (DNS rebinding names
+	// another host, which is refused too).
+	if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host || !localHost(r.Host) {
+		http.Error(w, "mcpfleet: the admin endpoint answers local programs and its own status page only", http.StatusForbidden)
+		return
+	}
+	if r.Method == http.MethodGet && servePage(w, r) {
 		return
 	}
 	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
