@@ -23,9 +23,9 @@ type buildInfo struct {
 }
 
 // readBuildInfo reads the build information Go records in the binary.
-// (A build records the revision when its directory is a git repository's
-// work tree and -buildvcs allows it: not in a `git worktree`, whose .git
-// is a file that the go command does not follow.)
+// A build from a clone records the revision, and since Go 1.24 a
+// pseudo-version naming it as the module's version, unless -buildvcs=false
+// (in GOFLAGS too) says not to; a build in a `git worktree` records none.
 func readBuildInfo() buildInfo { return buildInfoOf(debug.ReadBuildInfo()) }
 
 // buildInfoOf is what bi says, if ok.
@@ -55,7 +55,8 @@ func buildInfoOf(bi *debug.BuildInfo, ok bool) buildInfo {
 }
 
 // short is the version in one word, as the gateway tells its clients
-// (serverInfo.version): the module's version when it is a release; else
+// (serverInfo.version): the module's version when the build has one (a
+// release, or a clone's pseudo-version, which names the commit); else
 // "devel", with the revision's first 12 characters and "-dirty" for a
 // tree with changes when the build recorded them.
 func (b buildInfo) short() string {
