@@ -115,6 +115,17 @@ func WithSource(name string) ConfigOption {
 	return func(p *configParser) { p.source = name }
 }
 
+// WithUnknownKeys makes ParseConfig skip a key it does not know at the top
+// of the file or in a server entry, calling report with the server's name
+// ("" at the top) and the key, instead of refusing the file: the keys other
+// hosts keep in their files (Claude Desktop's globalShortcut, Cline's
+// autoApprove) then cost a warning, not the file. A key within a typo of a
+// known one ("comand") is still an error, and so is an unknown key inside
+// mcpfleet's own blocks (oauth, limits, reconnect, tools, inputs).
+func WithUnknownKeys(report func(server, key string)) ConfigOption {
+	return func(p *configParser) { p.onUnknown = report }
+}
+
 // LoadConfig reads and parses a config file. A relative envFile in it is
 // read from the file's directory unless WithWorkspaceFolder is given.
 func LoadConfig(path string, opts ...ConfigOption) (*Config, error) {
@@ -156,7 +167,9 @@ type configParser struct {
 	vars     map[string]func(string, VariableUse) (string, error)
 	declared map[string]Input
 	answers  map[string]answer
-	errs     []error
+	// onUnknown is WithUnknownKeys'.
+	onUnknown func(server, key string)
+	errs      []error
 }
 
 // Keys a config may have at the top and in each server entry.
@@ -204,7 +217,7 @@ func (p *configParser) parse(data []byte) (*Config, error) {
 		// Gemini CLI's settings.json holds all of its settings; only its
 		// mcpServers are ours.
 		if !slices.Contains(topKeys, k) && p.dialect != DialectGemini {
-			p.unknownKey("", k, k, topKeys)
+			p.foreignKey("", k, topKeys)
 		}
 	}
 	if raw, ok := top["inputs"]; ok {
@@ -323,7 +336,7 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 		case "targetAudience", "targetServiceAccount":
 			p.errorf(name, k, "not supported: Gemini CLI's Google service account impersonation; use headers or the oauth block")
 		default:
-			p.unknownKey(name, k, k, serverKeys)
+			p.foreignKey(name, k, serverKeys)
 		}
 	}
 	p.transport(name, &sc, &w, httpURL)
