@@ -90,6 +90,12 @@ type Conn struct {
 	tooLarge frame.TooLargeAnswers
 
 	onResume atomic.Pointer[func()] // OnResume's callback
+	reopens  atomic.Int64           // the notification stream reopened in its session
+
+	// The session (session.go).
+	keep        atomic.Bool  // KeepSession: Close sends no DELETE
+	joined      atomic.Bool  // the Conn went on in the session of WithRejoin
+	rejoinState atomic.Int32 // rejoinUndecided, rejoinJoined, rejoinDone
 }
 
 // Dial checks that the server is reachable and returns a Conn whose
@@ -612,7 +618,9 @@ func (c *Conn) fail(err error) {
 }
 
 // Close tears the connection down: it sends the session DELETE where a
-// session exists (bounded by the delete timeout and ctx), ends the
+// session exists and the host ends it (not after KeepSession, nor after
+// the Conn failed: see SessionKeeper), bounded by the delete timeout and
+// ctx; it ends the
 // notification stream and every request in flight, and closes the Conn's
 // connections. It returns by the time ctx ends at the latest, and is safe
 // to call more than once and concurrently.

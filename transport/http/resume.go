@@ -36,6 +36,16 @@ import (
 // 2026-07-28 removed resumption: its requests are left alone, and a
 // request whose answer broke off there is the Manager's to send again
 // under its replay rule.
+//
+// The same body carries the older protocol's standalone GET stream (the
+// notification stream), in its stream mode: a break there, or the server
+// ending the stream, is not the end of the session (the server keeps it
+// until it answers 404 to its id, or the client sends DELETE), so the
+// stream is reopened in the session at once, with Last-Event-ID when the
+// server gave event IDs, so that the notifications sent meanwhile are
+// delivered once. Only a server that answers 404 for the session (it
+// forgot it: the Conn fails as a stale session), or that cannot be reached
+// in the stream reopen attempts, ends the Conn (ErrStreamLost).
 
 const (
 	// DefaultResumeAttempts is how many times a Conn tries to resume one
@@ -48,7 +58,24 @@ const (
 	// attempt waits only for the retry field.
 	resumeBackoff    = 100 * time.Millisecond
 	resumeBackoffMax = 2 * time.Second
+
+	// DefaultStreamReopenAttempts is how many times a Conn tries to reopen
+	// its notification stream (the older protocol's GET stream) in its
+	// session after it broke off, before it takes the server for gone
+	// (ErrStreamLost). The tries back off as resumption's do: with the
+	// default, a server that cannot be reached is given up on about 0.7 s
+	// after the break.
+	DefaultStreamReopenAttempts = 4
 )
+
+// WithStreamReopenAttempts sets how many times the Conn tries to reopen
+// its notification stream in its session after it broke off (see the
+// package doc), before the Conn fails with ErrStreamLost. Defaults to
+// DefaultStreamReopenAttempts; 0 or less turns reopening off: a broken
+// stream is then the connection's loss at once.
+func WithStreamReopenAttempts(n int) Option {
+	return func(o *options) { o.reopenAttempts = max(n, 0) }
+}
 
 // WithResumeAttempts sets how many times the Conn tries to resume one
 // answer stream that broke off, before its request fails (see the package
@@ -70,6 +97,18 @@ func (c *Conn) resumed() {
 		(*f)()
 	}
 }
+
+// reopened records that the notification stream was reopened in its
+// session after a break.
+func (c *Conn) reopened(cause error, resumedAt string) {
+	c.reopens.Add(1)
+	c.log.Debug("mcpfleet: http: notification stream reopened in its session",
+		"session", c.SessionID() != "", "lastEventID", resumedAt != "", "break", cause)
+}
+
+// StreamReopens returns how many times the Conn reopened its notification
+// stream in its session after it broke off (see WithStreamReopenAttempts).
+func (c *Conn) StreamReopens() int64 { return c.reopens.Load() }
 
 // resumable reports whether resp, the answer to req, is an event stream
 // the Conn may resume if it breaks: a Streamable HTTP answer, on the
@@ -98,6 +137,10 @@ func (rt *roundTripper) resumable(req *nethttp.Request, resp *nethttp.Response) 
 type resumeBody struct {
 	rt  *roundTripper
 	req *nethttp.Request // the request answered; its URL and headers make the GET
+	// stream marks the notification stream (the older protocol's GET
+	// stream): it is reopened after any break, with or without an event
+	// ID, and its final failure is the Conn's loss.
+	stream bool
 
 	// ctx is the request's, ended also by Close: it bounds the waits and
 	// the GETs of resuming.
@@ -127,6 +170,14 @@ func (rt *roundTripper) resumer(req *nethttp.Request, body io.ReadCloser) *resum
 	// an event of its own.
 	last := req.Header.Get("Last-Event-ID")
 	return &resumeBody{rt: rt, req: req, ctx: ctx, cancel: cancel, body: body, idBuf: last, lastID: last}
+}
+
+// reopener wraps body, the notification stream's, so that it is reopened
+// in its session when it breaks (stream mode).
+func (rt *roundTripper) reopener(req *nethttp.Request, body io.ReadCloser) *resumeBody {
+	b := rt.resumer(req, body)
+	b.stream = true
+	return b
 }
 
 func (b *resumeBody) Read(p []byte) (int, error) {
@@ -182,6 +233,10 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 func (b *resumeBody) upstream(err error) {
 	switch {
 	case err == nil:
+	case b.stream && b.ctx.Err() == nil && !b.rt.c.closing.Load():
+		// The notification stream: its end, clean or not, is not the
+		// session's. What came whole before it is handed out first.
+		b.broke = err
 	case errors.Is(err, io.EOF):
 		b.ready, b.scanned = len(b.pending), len(b.pending)
 		b.err = io.EOF
@@ -216,6 +271,15 @@ func (b *resumeBody) resume() {
 	b.pending, b.ready, b.scanned = b.pending[:0], 0, 0
 	b.idBuf = b.lastID
 	body, err := b.reopen(cause)
+	if err != nil && b.stream {
+		// The server cannot be reached, or forgot the session (the
+		// Conn failed as stale already, when it said so).
+		if b.ctx.Err() == nil && !b.rt.c.closing.Load() {
+			b.rt.c.streamLost(fmt.Errorf("server ended the stream: %w; reopening it in its session: %w", cause, err))
+		}
+		b.err = cause
+		return
+	}
 	if err != nil {
 		// A Warn: the request's outcome is lost after all.
 		b.rt.c.log.Warn("mcpfleet: http: could not resume a broken answer stream",
@@ -234,6 +298,10 @@ func (b *resumeBody) resume() {
 	b.body = body
 	b.mu.Unlock()
 	old.Close()
+	if b.stream {
+		b.rt.c.reopened(cause, b.lastID)
+		return
+	}
 	b.rt.c.resumed()
 }
 
@@ -245,6 +313,9 @@ var errResumeClosed = errors.New("http: answer stream closed")
 // the first try and backing off after.
 func (b *resumeBody) reopen(cause error) (io.ReadCloser, error) {
 	attempts := b.rt.c.opts.resumeAttempts
+	if b.stream {
+		attempts = b.rt.c.opts.reopenAttempts
+	}
 	wait := b.retry
 	err := cause
 	for try := 1; attempts < 0 || try <= attempts; try++ {
@@ -289,7 +360,12 @@ func (b *resumeBody) get() (body io.ReadCloser, final bool, err error) {
 		req.Header.Del(h)
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", b.lastID)
+	req.Header.Del("Last-Event-ID")
+	if b.lastID != "" {
+		// The notification stream may have given none yet: it is then
+		// opened afresh.
+		req.Header.Set("Last-Event-ID", b.lastID)
+	}
 	req.Host = b.req.Host
 	resp, err := b.rt.answer(req)
 	if err != nil {

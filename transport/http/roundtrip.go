@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -41,12 +42,18 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		// nearby can outrun: nothing goes out after Close returned.
 		return nil, &notSentError{err: ErrClosed}
 	}
+	if rt.c.opts.rejoin != nil && req.Method == nethttp.MethodPost && rt.c.spec.Kind == StreamableHTTP {
+		if resp, err, ok := rt.rejoinStep(req); ok {
+			return resp, err
+		}
+	}
 	switch {
 	case rt.isStream(req):
 		return rt.stream(req)
 	case req.Method == nethttp.MethodDelete:
 		return rt.delete(req)
 	}
+	req = rt.inSession(req)
 	var cancel context.CancelFunc
 	if t := rt.c.spec.Timeout; t > 0 {
 		var ctx context.Context
@@ -83,7 +90,12 @@ func (rt *roundTripper) answer(req *nethttp.Request) (*nethttp.Response, error) 
 	if resp.StatusCode == nethttp.StatusNotFound && rt.sessionless(req) {
 		resp = answer404(resp)
 	}
-	if rt.onSession(req) {
+	if rt.foreign(req) {
+		// Another connection's session (a task's): its loss is not ours.
+		if err := foreignGone(resp); err != nil {
+			return nil, err
+		}
+	} else if rt.onSession(req) {
 		if resp, err = rt.checkSession(req, resp); err != nil {
 			return nil, err
 		}
@@ -116,6 +128,9 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		return methodNotAllowed(req), nil
 	}
 	resp, err := rt.send(req)
+	if err == nil && getStream && resp.StatusCode == nethttp.StatusConflict {
+		resp, err = rt.streamConflict(req, resp)
+	}
 	if err != nil {
 		if req.Method == nethttp.MethodGet && req.Context().Err() == nil && !c.closing.Load() {
 			c.streamFailed(err)
@@ -131,6 +146,12 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		c.stream.set(streamOpen, nil)
 		if c.opts.maxMessage > 0 {
 			c.limitBody(resp)
+		}
+		if getStream && c.opts.reopenAttempts > 0 {
+			// The session outlives the stream: a break is reopened in it
+			// (resume.go), and only a server gone or forgetful ends c.
+			resp.Body = rt.reopener(req, resp.Body)
+			return resp, nil
 		}
 		resp.Body = &streamBody{ReadCloser: resp.Body, c: c, ctx: req.Context()}
 		return resp, nil
@@ -150,6 +171,30 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
 		return methodNotAllowed(req), nil
+	}
+	return resp, nil
+}
+
+// streamConflict asks again for the GET stream that the server answered
+// 409 Conflict: it still holds the session's previous stream, whose
+// connection broke (or whose Conn was replaced by one that rejoined the
+// session) before the server noticed. The TypeScript SDK answers so until
+// then. It tries as often as a broken stream is reopened, backing off,
+// and returns the last answer.
+func (rt *roundTripper) streamConflict(req *nethttp.Request, resp *nethttp.Response) (*nethttp.Response, error) {
+	for try := 1; try < max(rt.c.opts.reopenAttempts, 1)+1 && resp.StatusCode == nethttp.StatusConflict; try++ {
+		discard(resp)
+		t := time.NewTimer(min(resumeBackoff<<(try-1), resumeBackoffMax))
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+			return nil, req.Context().Err()
+		}
+		var err error
+		if resp, err = rt.send(req.Clone(req.Context())); err != nil {
+			return nil, err
+		}
 	}
 	return resp, nil
 }
@@ -339,6 +384,10 @@ func rewind(req *nethttp.Request) (*nethttp.Request, bool) {
 // delete sends the session DELETE bounded by the delete timeout and by the
 // context Close was called with.
 func (rt *roundTripper) delete(req *nethttp.Request) (*nethttp.Response, error) {
+	if rt.c.deleteSkipped() {
+		// The session is kept for a later connection, or already gone.
+		return synthetic(req, nethttp.StatusNoContent), nil
+	}
 	ctx, cancel := context.WithTimeout(req.Context(), rt.c.opts.deleteTimeout)
 	stop := context.AfterFunc(rt.c.abort, cancel)
 	release := func() { stop(); cancel() }
