@@ -116,6 +116,12 @@ type SessionKeeper interface {
 	// runtime to recover from a fault, and when a task is still bound to
 	// the session. It is safe to call at any time, more than once.
 	KeepSession()
+	// OnStreamReopen sets f to be called each time the connection reopened
+	// its notification stream in the session after a break: what the
+	// server sent meanwhile may be lost, so the Manager refetches the
+	// lists and polls the tasks. f must be quick and must not block; it
+	// is set before the transport starts.
+	OnStreamReopen(f func())
 }
 
 type sessionKey struct{}

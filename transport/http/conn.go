@@ -91,6 +91,7 @@ type Conn struct {
 
 	onResume atomic.Pointer[func()] // OnResume's callback
 	reopens  atomic.Int64           // the notification stream reopened in its session
+	onReopen atomic.Pointer[func()] // OnStreamReopen's callback
 
 	// The session (session.go).
 	keep        atomic.Bool  // KeepSession: Close sends no DELETE

@@ -41,11 +41,21 @@ import (
 // notification stream), in its stream mode: a break there, or the server
 // ending the stream, is not the end of the session (the server keeps it
 // until it answers 404 to its id, or the client sends DELETE), so the
-// stream is reopened in the session at once, with Last-Event-ID when the
-// server gave event IDs, so that the notifications sent meanwhile are
-// delivered once. Only a server that answers 404 for the session (it
-// forgot it: the Conn fails as a stale session), or that cannot be reached
-// in the stream reopen attempts, ends the Conn (ErrStreamLost).
+// stream is reopened in the session at once. Only a server that answers
+// 404 for the session (it forgot it: the Conn fails as a stale session),
+// or that cannot be reached in the stream reopen attempts, ends the Conn
+// (ErrStreamLost).
+//
+// The stream is reopened afresh, without Last-Event-ID, unless
+// WithStreamReplay asks for it: the TypeScript SDK's example event store
+// (InMemoryEventStore, which servers built from its examples copy) files
+// the standalone stream's events under the stream id "_GET_stream" and
+// reads a stream id back as what comes before the first '_' of an event
+// ID, so a replay there finds no stream, answers 200 and leaves the
+// session's notifications going nowhere, for good, with only keep-alives
+// on the wire. Notifications sent while the stream was broken are lost
+// instead; the Manager makes up for what matters (OnStreamReopen: it
+// refetches the lists that changed and polls the tasks).
 
 const (
 	// DefaultResumeAttempts is how many times a Conn tries to resume one
@@ -67,6 +77,16 @@ const (
 	// after the break.
 	DefaultStreamReopenAttempts = 4
 )
+
+// WithStreamReplay makes the Conn reopen its notification stream with
+// Last-Event-ID when the server gave event IDs on it, so that the server
+// sends again what it sent while the stream was broken. Use it only with
+// servers whose event store resumes the standalone GET stream (mcp-go's
+// WithEventStore, the official Go SDK's do; the TypeScript SDK's example
+// store does not: see the package doc). Defaults to off.
+func WithStreamReplay() Option {
+	return func(o *options) { o.streamReplay = true }
+}
 
 // WithStreamReopenAttempts sets how many times the Conn tries to reopen
 // its notification stream in its session after it broke off (see the
@@ -99,12 +119,23 @@ func (c *Conn) resumed() {
 }
 
 // reopened records that the notification stream was reopened in its
-// session after a break.
-func (c *Conn) reopened(cause error, resumedAt string) {
+// session after a break, and tells the OnStreamReopen callback.
+func (c *Conn) reopened(cause error, replayed bool) {
 	c.reopens.Add(1)
 	c.log.Debug("mcpfleet: http: notification stream reopened in its session",
-		"session", c.SessionID() != "", "lastEventID", resumedAt != "", "break", cause)
+		"session", c.SessionID() != "", "replayed", replayed, "break", cause)
+	if f := c.onReopen.Load(); f != nil {
+		(*f)()
+	}
 }
+
+// OnStreamReopen sets f to be called each time the Conn reopened its
+// notification stream in its session after a break
+// (transport.SessionKeeper): notifications the server sent meanwhile may
+// be lost (see WithStreamReplay). f runs on the goroutine reading the
+// stream; it must be quick and must not block. Set it before the
+// transport starts.
+func (c *Conn) OnStreamReopen(f func()) { c.onReopen.Store(&f) }
 
 // StreamReopens returns how many times the Conn reopened its notification
 // stream in its session after it broke off (see WithStreamReopenAttempts).
@@ -299,7 +330,7 @@ func (b *resumeBody) resume() {
 	b.mu.Unlock()
 	old.Close()
 	if b.stream {
-		b.rt.c.reopened(cause, b.lastID)
+		b.rt.c.reopened(cause, b.replays())
 		return
 	}
 	b.rt.c.resumed()
@@ -361,9 +392,7 @@ func (b *resumeBody) get() (body io.ReadCloser, final bool, err error) {
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Del("Last-Event-ID")
-	if b.lastID != "" {
-		// The notification stream may have given none yet: it is then
-		// opened afresh.
+	if b.replays() {
 		req.Header.Set("Last-Event-ID", b.lastID)
 	}
 	req.Host = b.req.Host
@@ -391,6 +420,13 @@ func refusesResumption(status int) bool {
 		return true
 	}
 	return false
+}
+
+// replays reports whether the stream is asked for again from b.lastID: an
+// answer's always; the notification stream's only WithStreamReplay, and
+// once the server gave an event ID on it.
+func (b *resumeBody) replays() bool {
+	return b.lastID != "" && (!b.stream || b.rt.c.opts.streamReplay)
 }
 
 // scan parses the lines of buf from offset from, updating the event IDs
