@@ -306,7 +306,9 @@ func (b *resumeBody) resume() {
 		// The server cannot be reached, or forgot the session (the
 		// Conn failed as stale already, when it said so).
 		if b.ctx.Err() == nil && !b.rt.c.closing.Load() {
-			b.rt.c.streamLost(fmt.Errorf("server ended the stream: %w; reopening it in its session: %w", cause, err))
+			// The reopen's error is told, not wrapped: its "not sent" is
+			// about the reopen, not about any request of the caller's.
+			b.rt.c.streamLost(fmt.Errorf("server ended the stream: %w; reopening it in its session: %v", cause, err))
 		}
 		b.err = cause
 		return

@@ -30,10 +30,10 @@ import (
 // an id), so that a test can tell a client that kept its session across a
 // fault from one that started another.
 type HTTPProxy struct {
-	target *url.URL
-	addr   string // fixed by the first listen
+	addr string // fixed by the first listen
 
 	mu       sync.Mutex // guards the fields below
+	target   *url.URL
 	ln       net.Listener
 	srv      *http.Server
 	served   chan struct{}
@@ -100,7 +100,10 @@ func (p *HTTPProxy) listen() error {
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(p.target)
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
+			r.SetURL(target)
 			r.Out.Host = r.In.Host
 		},
 		Transport:      p.upstream,
@@ -182,6 +185,22 @@ func (p *HTTPProxy) observe(resp *http.Response) error {
 	case sent != "" && resp.StatusCode == http.StatusNotFound:
 		p.gone++
 	}
+	return nil
+}
+
+// SetTarget sends the requests from now on to the server at target (as
+// StartHTTPProxy takes it) and cuts every connection: a server restarted
+// elsewhere, which knows none of the old one's sessions, behind the same
+// address.
+func (p *HTTPProxy) SetTarget(target string) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = &url.URL{Scheme: u.Scheme, Host: u.Host}
+	p.cutLocked()
 	return nil
 }
 
