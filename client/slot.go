@@ -113,7 +113,7 @@ type slot struct {
 	// next dial goes on in if the server still knows it (session.go);
 	// nil when there is none, and once a dial settled it.
 	rejoin *mcphttp.Rejoin
-	cached         bool // the published catalog came from the catalog cache
+	cached bool // the published catalog came from the catalog cache
 	// raw is the catalog the server last sent (or the cache gave), before
 	// the tool filter: what is published, filtered, while anything is.
 	// A filter change republishes it without asking the server.
