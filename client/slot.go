@@ -109,11 +109,11 @@ type slot struct {
 	startExits     int
 	startExit      string
 	legacy         bool // the server rejected 2026-07-28: dial the older handshake first
+	cached         bool // the published catalog came from the catalog cache
 	// rejoin is the session of the runtime lost to a fault, which the
 	// next dial goes on in if the server still knows it (session.go);
 	// nil when there is none, and once a dial settled it.
 	rejoin *mcphttp.Rejoin
-	cached bool // the published catalog came from the catalog cache
 	// raw is the catalog the server last sent (or the cache gave), before
 	// the tool filter: what is published, filtered, while anything is.
 	// A filter change republishes it without asking the server.
