@@ -5,11 +5,14 @@
 //
 // A Conn satisfies the client package's Conn and ReadyHook interfaces. It
 // hands the Manager an mcp-go transport that is not started yet, and keeps
-// what mcp-go does not report in view: the notification stream breaking
-// off (a server restart shows within milliseconds, before the next call),
-// and the server forgetting the session. Each Conn has its own HTTP
-// connection pool, closed with it, so a dial after a server restart never
-// inherits a dead keep-alive connection.
+// what mcp-go does not report in view: the server forgetting the session,
+// and the notification stream breaking off. On the older protocol a broken
+// stream is reopened in its session (session.go): a restart shows as the
+// server's 404 for the session, or as a server that cannot be reached, in
+// well under a second and before the next call; a cut alone does not end
+// the Conn. Each Conn has its own HTTP connection pool, closed with it, so
+// a dial after a server restart never inherits a dead keep-alive
+// connection.
 //
 // Credentials stay with the server's origin (scheme, host and port): a
 // redirect to another origin, https to http included, is refused
@@ -231,8 +234,9 @@ func (c *Conn) Transport() transport.Interface { return c.tr }
 func (c *Conn) Spec() Spec { return c.spec }
 
 // Done is closed as soon as the connection is known to be dead: the
-// notification stream broke off, the server forgot the session, or Close
-// was called. A failed call alone does not close it.
+// notification stream broke off and could not be reopened in its session
+// (on 2026-07-28: broke off), the server forgot the session, or Close was
+// called. A failed call alone does not close it.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err says why Done was closed; it wraps ErrStreamLost, ErrStaleSession

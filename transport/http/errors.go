@@ -14,8 +14,9 @@ import (
 var (
 	// ErrStreamLost is Conn.Err's cause when the notification stream (the
 	// 2026-07-28 subscriptions/listen stream, the older protocol's GET
-	// stream, or the legacy SSE stream) broke off: the server restarted,
-	// went away, or dropped us.
+	// stream, or the legacy SSE stream) broke off and, for the GET stream,
+	// could not be reopened in its session (WithStreamReopenAttempts): the
+	// server restarted, went away, or dropped us.
 	ErrStreamLost = errors.New("notification stream lost")
 
 	// ErrStaleSession is Conn.Err's cause when the server answered a request

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpfleet/mcpfleet/internal/redact"
 	seam "github.com/mcpfleet/mcpfleet/transport"
 )
 
@@ -128,8 +129,12 @@ const rejoinPingID = "mcpfleet-rejoin"
 
 // probeSession asks the server a ping in the session to rejoin, with
 // req's headers (the spec's, the Authorizer's), and reports whether it
-// answered it: the session lives. An error means the ping could not be
-// sent or answered; nothing is known then.
+// answered it: the session lives. It reports false when the server said
+// the session is gone (404, or 400 about the session) or answered the
+// ping with an error. An error means the ping could not be sent, or got
+// an answer that says nothing of the session (a proxy's 502 while the
+// server is away, a 5xx, a refused credential): nothing is decided then,
+// and the next Conn asks again.
 func (rt *roundTripper) probeSession(req *nethttp.Request) (bool, error) {
 	r := rt.c.opts.rejoin
 	body := []byte(`{"jsonrpc":"2.0","id":"` + rejoinPingID + `","method":"ping"}`)
@@ -151,11 +156,16 @@ func (rt *roundTripper) probeSession(req *nethttp.Request) (bool, error) {
 	switch resp.StatusCode {
 	case nethttp.StatusOK:
 		return answeredWithResult(resp)
-	default:
-		// 404 and 400 about the session say it is gone; any other
-		// refusal is the new initialize's to show.
+	case nethttp.StatusNotFound:
 		return false, nil
+	case nethttp.StatusBadRequest:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if isSessionError(body) {
+			return false, nil
+		}
 	}
+	return false, &Error{Op: "rejoin session:", Method: nethttp.MethodPost, URL: redact.URL(rt.c.spec.URL), Status: resp.StatusCode,
+		Err: fmt.Errorf("rejoining the session: the server answered a ping in it with HTTP %d", resp.StatusCode)}
 }
 
 // answeredWithResult reads resp, a 200 to the rejoin ping, and reports

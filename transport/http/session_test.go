@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"slices"
@@ -438,5 +439,51 @@ func TestRequestInAnotherSession(t *testing.T) {
 	case <-b.conn.Done():
 		t.Fatalf("b failed: %v", b.conn.Err())
 	default:
+	}
+}
+
+// A proxy that answers 502 while the server is away decides nothing of
+// the session: the rejoining Conn's handshake fails (it does not go on to
+// start a new session, which the server, back a moment later, would
+// create), and a later one rejoins.
+func TestRejoinAfterBadGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv := server.NewMCPServer("s", "1.0.0")
+	streamable := server.NewStreamableHTTPServer(srv, server.WithStateful(true))
+	var badGateway atomic.Int32 // requests still to answer 502
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if badGateway.Add(-1) >= 0 {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		streamable.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	proxy := faultinject.StartHTTPProxy(t, hs.URL)
+	spec := mcphttp.Spec{URL: proxy.URL("/mcp")}
+	a, err := dialLogs(ctx, t, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := a.conn.SessionID()
+	a.conn.KeepSession()
+	if err := a.conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rejoin := mcphttp.WithRejoin(mcphttp.Rejoin{SessionID: id, Protocol: a.init.ProtocolVersion, Result: a.init})
+	badGateway.Store(1) // the ping
+	if _, err = dialLogs(ctx, t, spec, rejoin); err == nil || !strings.Contains(err.Error(), "502") {
+		t.Fatalf("dial while the ping gets 502: %v", err)
+	}
+	if s := proxy.Sessions(); len(s) != 1 {
+		t.Fatalf("sessions %v: the 502 made a new one", s)
+	}
+	b, err := dialLogs(ctx, t, spec, rejoin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.conn.Rejoined() || len(proxy.Sessions()) != 1 {
+		t.Fatalf("rejoined %v, sessions %v", b.conn.Rejoined(), proxy.Sessions())
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"log"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,9 +43,9 @@ type HTTPProxy struct {
 	closed   bool
 	conns    map[net.Conn]struct{} // client side and server side
 	cuts     int
-	sessions []string // in the order the server created them
-	deletes  []string // the session ids of the DELETEs, in order
-	gone     int      // answers of 404 to a request carrying a session id
+	sessions []Session   // in the order the server created them
+	deletes  []string    // the session ids of the DELETEs, in order
+	gone     []time.Time // answers of 404 to a request carrying a session id
 
 	upstream *http.Transport
 }
@@ -171,19 +173,36 @@ func (c *trackedUpstream) Close() error {
 	return c.Conn.Close()
 }
 
+// Session is a session the server created, as the proxy saw it: its id,
+// and when the answer that created it went through.
+type Session struct {
+	ID string
+	At time.Time
+	// SSE marks a session of the legacy HTTP+SSE transport: the event
+	// stream itself (a GET whose answer is an event stream, on a path
+	// ending in /sse), which lasts as long as that stream. Its ID is "".
+	SSE bool
+}
+
 // observe counts what the answer to a request says of its session.
 func (p *HTTPProxy) observe(resp *http.Response) error {
-	sent := resp.Request.Header.Get("Mcp-Session-Id")
+	req := resp.Request
+	sent := req.Header.Get("Mcp-Session-Id")
 	got := resp.Header.Get("Mcp-Session-Id")
+	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
-	case resp.Request.Method == http.MethodDelete:
+	case req.Method == http.MethodDelete:
 		p.deletes = append(p.deletes, sent)
 	case sent == "" && got != "" && resp.StatusCode == http.StatusOK:
-		p.sessions = append(p.sessions, got)
+		p.sessions = append(p.sessions, Session{ID: got, At: now})
 	case sent != "" && resp.StatusCode == http.StatusNotFound:
-		p.gone++
+		p.gone = append(p.gone, now)
+	case req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && media == "text/event-stream" &&
+		strings.HasSuffix(req.URL.Path, "/sse"):
+		p.sessions = append(p.sessions, Session{At: now, SSE: true})
 	}
 	return nil
 }
@@ -264,11 +283,26 @@ func (p *HTTPProxy) Close() {
 	p.upstream.CloseIdleConnections()
 }
 
-// Sessions returns the ids of the sessions the server created, in order.
+// Sessions returns the ids of the sessions the server created, in order
+// (legacy SSE sessions left out).
 func (p *HTTPProxy) Sessions() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]string(nil), p.sessions...)
+	var ids []string
+	for _, s := range p.sessions {
+		if !s.SSE {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
+}
+
+// Created returns the sessions the server created, legacy SSE ones
+// included, in order.
+func (p *HTTPProxy) Created() []Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Session(nil), p.sessions...)
 }
 
 // Deletes returns the session ids of the DELETEs clients sent, in order.
@@ -283,7 +317,15 @@ func (p *HTTPProxy) Deletes() []string {
 func (p *HTTPProxy) Gone() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.gone
+	return len(p.gone)
+}
+
+// GoneAt returns when the answers that said a session was gone went
+// through, in order.
+func (p *HTTPProxy) GoneAt() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.gone...)
 }
 
 // Cuts returns how many times Cut (or Down) broke connections.
