@@ -34,9 +34,12 @@ const (
 	// faultReconnect: Manager.Reconnect.
 	faultReconnect faultKind = "reconnect"
 	// faultCut: every TCP connection to the server broken by its proxy,
-	// as a network fault does; the server lives on (the servers whose
-	// calls survive their connection).
+	// as a network fault does; the server lives on.
 	faultCut faultKind = "cut"
+	// faultPartition: every connection broken and new ones refused by the
+	// server's HTTP proxy for a while (a network partition); the server
+	// lives on, and keeps its sessions.
+	faultPartition faultKind = "partition"
 )
 
 // faultKinds in report order, with the weight the schedule draws them by.
@@ -51,6 +54,7 @@ var faultWeights = []struct {
 	{faultToggle, 2},
 	{faultReconnect, 2},
 	{faultCut, 2},
+	{faultPartition, 1},
 }
 
 // The fault schedule's knobs.
@@ -62,6 +66,10 @@ const (
 	// calls sent into them and trip the consecutive-timeout threshold.
 	hangMax      = 8 * time.Second
 	toggleOffMax = 500 * time.Millisecond
+	// partitionMax is above the time a Conn tries to reopen its stream
+	// (about 0.7 s), so that some partitions make the server Reconnecting
+	// and its next runtime rejoin the session.
+	partitionMax = 3 * time.Second
 	// apiTimeout bounds Disable, Enable and Reconnect; Disable may wait out
 	// the drain timeout (5 s) on its own.
 	apiTimeout = 30 * time.Second
@@ -189,8 +197,11 @@ func (in *injector) run(stop <-chan struct{}) {
 		// Drawn here, on the schedule's goroutine, so that a seed replays
 		// the same durations.
 		hold := hangMin + time.Duration(in.rng.Int64N(int64(hangMax-hangMin)))
-		if k == faultToggle {
+		switch k {
+		case faultToggle:
 			hold = time.Duration(in.rng.Int64N(int64(toggleOffMax)))
+		case faultPartition:
+			hold = time.Duration(in.rng.Int64N(int64(partitionMax)))
 		}
 		s := in.pick(k)
 		if s == nil {
@@ -318,6 +329,15 @@ func (in *injector) inject(f *fault, hold time.Duration) {
 		detail = fmt.Sprintf("off for %v", hold.Round(time.Millisecond))
 	case faultCut:
 		detail = fmt.Sprintf("cut %d connection(s)", s.cut())
+	case faultPartition:
+		s.proxy.Down()
+		t := time.NewTimer(hold)
+		<-t.C
+		if err := s.proxy.Up(); err != nil {
+			fail("the proxy of %s did not listen again: %v", s.name, err)
+		}
+		back = time.Now()
+		detail = fmt.Sprintf("unreachable for %v", hold.Round(time.Millisecond))
 	case faultReconnect:
 		back = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)

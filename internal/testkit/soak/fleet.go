@@ -171,9 +171,10 @@ func (s *member) faultKinds() []faultKind {
 	case s.stdio(), s.kind == kindMCPGoInProcess:
 		return []faultKind{faultKill, faultHang, faultToggle, faultReconnect}
 	default:
-		// Behind their proxies, the HTTP servers' connections are cut
-		// too: a session must outlive that.
-		return []faultKind{faultRestart, faultHang, faultToggle, faultReconnect, faultCut}
+		// Behind their proxies, the HTTP servers' connections are cut,
+		// and the servers made unreachable for a while: a session must
+		// outlive both.
+		return []faultKind{faultRestart, faultHang, faultToggle, faultReconnect, faultCut, faultPartition}
 	}
 }
 

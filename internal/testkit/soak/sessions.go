@@ -12,11 +12,11 @@ import (
 // until the server answers 404 to its id or the client sends DELETE. The
 // Manager must keep it across anything short of that: a cut of every
 // connection (the stream is reopened in the session), a hang (the runtime
-// lost to timeouts rejoins it), a partition. So every session a server
-// creates after its first must follow a restart (which forgets the
-// session: the server answers 404), a 404, or the host ending the session
-// (a toggle, a Reconnect); one that follows a cut or a hang alone breaks
-// the rule. The proxy in front of each server counts the sessions it
+// lost to timeouts rejoins it), a partition (likewise). So every session
+// a server creates after its first must follow a restart (which forgets
+// the session: the server answers 404), a 404, or the host ending the
+// session (a toggle, a Reconnect); one that follows a cut, a partition or
+// a hang alone breaks the rule. The proxy in front of each server counts the sessions it
 // created (an answer carrying an Mcp-Session-Id to a request that carried
 // none). A legacy SSE session is its event stream, so a cut ends it by
 // nature: those are counted and never break the rule.
@@ -24,10 +24,10 @@ import (
 // sessionRow is one server's account of its sessions.
 type sessionRow struct {
 	s                       *member
-	cuts, restarts, host    int // faults: cuts, restarts, toggles and Reconnects
+	cuts, restarts, host    int // faults: cuts and partitions, restarts, toggles and Reconnects
 	created                 int // sessions the server created, the first included
 	afterRestart, afterHost int // of those after the first: after a restart or a 404, after a toggle or Reconnect
-	afterCut                int // after a cut or a hang alone (SSE: by nature)
+	afterCut                int // after a cut, a partition or a hang alone (SSE: by nature)
 	reopened, rejoined      uint64
 }
 
@@ -40,7 +40,7 @@ func (r *run) sessionRows(report bool) []sessionRow {
 			continue
 		}
 		row := sessionRow{s: s,
-			cuts:     r.log.countOf(s.name, faultCut),
+			cuts:     r.log.countOf(s.name, faultCut) + r.log.countOf(s.name, faultPartition),
 			restarts: r.log.countOf(s.name, faultRestart),
 			host:     r.log.countOf(s.name, faultToggle) + r.log.countOf(s.name, faultReconnect),
 		}
@@ -105,11 +105,11 @@ func (r *run) sessionSummary(p func(string, ...any)) {
 		return
 	}
 	p("Sessions (Streamable HTTP up to 2025-11-25 keeps the host's state in them): what each server behind a fault proxy created, " +
-		"by what came before; none may follow a cut or a hang alone. A legacy SSE session is its event stream: a cut ends it by nature. " +
+		"by what came before; none may follow a cut, a partition or a hang alone. A legacy SSE session is its event stream: a cut ends it by nature. " +
 		"Servers on 2026-07-28 have no sessions. `reopened`: the notification stream reopened in its session (`Stats.Reopened`); " +
 		"`rejoined`: a runtime that went on in the session of the one before it (`Stats.Rejoined`).")
 	p("")
-	p("| server | cuts | restarts | toggles + reconnects | sessions created | after a restart or 404 | after a toggle or reconnect | after a cut or hang alone | reopened | rejoined |")
+	p("| server | cuts + partitions | restarts | toggles + reconnects | sessions created | after a restart or 404 | after a toggle or reconnect | after a cut, partition or hang alone | reopened | rejoined |")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var t sessionRow
 	for _, row := range rows {
