@@ -289,8 +289,8 @@ func (s *slot) applyDialLocked(res dialResult) {
 	if res.legacy {
 		s.legacy = true
 	}
-	if res.lease != nil || res.rejoinDeclined {
-		s.rejoin = nil // settled: rejoined, or the server forgot it
+	if res.lease != nil || res.rejoinDeclined || sessionGone(res.err) {
+		s.rejoin = nil // settled: rejoined, or the server (or its process) forgot it
 	}
 	if res.lease != nil && rejoined(res.lease.conn) {
 		s.st.rejoins.Add(1)

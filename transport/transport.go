@@ -169,6 +169,9 @@ var (
 	// ErrSessionGone is wrapped by the error of a request sent in a session
 	// named with WithSession that the server no longer knows (HTTP 404, or
 	// 400 about the session): it restarted, the session expired, or a host
-	// ended it. The server did not run the request.
+	// ended it. The server did not run the request. A Conn's Err, or a
+	// dial's error, wraps it too when the server's session is gone with
+	// its process: it refused connections (nothing listened on its port),
+	// so whatever answers there later is a new process.
 	ErrSessionGone = errors.New("session gone")
 )

@@ -132,6 +132,9 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		ExpectContinueTimeout: time.Second,
 	}
 	if err := probe(ctx, dialer, pool, spec.URL); err != nil {
+		if o.rejoin != nil && connRefused(err) {
+			err = &goneError{err: err}
+		}
 		return nil, redact.Error(&Error{Op: "dial", URL: redact.URL(spec.URL), Err: err}, spec.URL)
 	}
 	u, _ := url.Parse(spec.URL) // Validate parsed it

@@ -192,6 +192,10 @@ type resumeBody struct {
 	retry   time.Duration
 	broke   error // why the stream broke, once pending[:ready] is handed out
 	err     error // the error Read returns once pending is empty
+	// refused is set, in stream mode, once an attempt to reopen the stream
+	// found the server's port closed: its process went away, and took the
+	// session with it, whatever answers there afterwards.
+	refused bool
 }
 
 func (rt *roundTripper) resumer(req *nethttp.Request, body io.ReadCloser) *resumeBody {
@@ -302,13 +306,26 @@ func (b *resumeBody) resume() {
 	b.pending, b.ready, b.scanned = b.pending[:0], 0, 0
 	b.idBuf = b.lastID
 	body, err := b.reopen(cause)
+	if err == nil && b.refused {
+		// Back, after its port was closed: a new process, which knows
+		// nothing of the session, whether it says so or not (a server
+		// that does not check session ids would take the stream).
+		body.Close()
+		b.rt.c.fail(restartedError{})
+		b.err = cause
+		return
+	}
 	if err != nil && b.stream {
 		// The server cannot be reached, or forgot the session (the
 		// Conn failed as stale already, when it said so).
 		if b.ctx.Err() == nil && !b.rt.c.closing.Load() {
 			// The reopen's error is told, not wrapped: its "not sent" is
 			// about the reopen, not about any request of the caller's.
-			b.rt.c.streamLost(fmt.Errorf("server ended the stream: %w; reopening it in its session: %v", cause, err))
+			err = fmt.Errorf("server ended the stream: %w; reopening it in its session: %v", cause, err)
+			if b.refused {
+				err = fmt.Errorf("%w; %w", err, errProcessGone)
+			}
+			b.rt.c.streamLost(err)
 		}
 		b.err = cause
 		return
@@ -373,6 +390,9 @@ func (b *resumeBody) reopen(cause error) (io.ReadCloser, error) {
 		if err == nil {
 			return body, nil
 		}
+		if b.stream && connRefused(err) {
+			b.refused = true
+		}
 		if final {
 			return nil, err
 		}
@@ -402,7 +422,10 @@ func (b *resumeBody) get() (body io.ReadCloser, final bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if resp.StatusCode != nethttp.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
+	// Older mcp-go servers (v0.32, v0.34) answer the GET stream with 202
+	// Accepted (see stream).
+	ok := resp.StatusCode == nethttp.StatusOK || b.stream && resp.StatusCode == nethttp.StatusAccepted
+	if !ok || !isEventStream(resp.Header.Get("Content-Type")) {
 		discard(resp)
 		return nil, refusesResumption(resp.StatusCode), fmt.Errorf("resuming: server answered HTTP %d (%s)", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}

@@ -46,15 +46,18 @@ type Rejoin struct {
 }
 
 // WithRejoin makes the Conn go on in the session r, if the server still
-// knows it. The Conn intercepts the MCP client's initialize: it first asks
+// knows it. A server that refuses connections (nothing listens on its
+// port) has no session to rejoin: a process that answers there later is a
+// new one, so Dial and the handshake then fail with an error that matches
+// transport.ErrSessionGone, and the caller should start a new session. The Conn intercepts the MCP client's initialize: it first asks
 // the server a ping in r's session; if the server answers it, the client
 // is given r.Result as initialize's answer (with r's session id), the
 // initialized notification is not sent again, and Rejoined reports true:
 // the server still holds everything of the session. If the server answers
 // 404 (or 400 about the session), or answers otherwise than with a result,
 // the session is gone and the initialize goes out as it is, starting a
-// new session. If the ping cannot be sent, the initialize fails as not
-// sent, and nothing is decided.
+// new session. If the ping cannot be sent, or a proxy answers it with 502,
+// 503 or 504, the initialize fails, and nothing is decided.
 //
 // Dial with it also WithLegacyProtocol: sessions exist only on the older
 // protocol. It has no effect on SSE, whose session ends with its stream.
@@ -150,23 +153,37 @@ func (rt *roundTripper) probeSession(req *nethttp.Request) (bool, error) {
 	ping.Host = req.Host
 	resp, err := rt.send(ping)
 	if err != nil {
+		if connRefused(err) {
+			// Nothing listens on the server's port: whatever answers
+			// there later is a new process.
+			return false, &goneError{err: err}
+		}
 		return false, err
 	}
 	defer discard(resp)
 	switch resp.StatusCode {
 	case nethttp.StatusOK:
 		return answeredWithResult(resp)
-	case nethttp.StatusNotFound:
-		return false, nil
-	case nethttp.StatusBadRequest:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		if isSessionError(body) {
-			return false, nil
-		}
+	case nethttp.StatusBadGateway, nethttp.StatusServiceUnavailable, nethttp.StatusGatewayTimeout:
+		// A proxy or load balancer says the server is away: nothing
+		// about the session.
+		return false, &Error{Op: "rejoin session:", Method: nethttp.MethodPost, URL: redact.URL(rt.c.spec.URL), Status: resp.StatusCode,
+			Err: fmt.Errorf("rejoining the session: a ping in it got HTTP %d", resp.StatusCode)}
 	}
-	return false, &Error{Op: "rejoin session:", Method: nethttp.MethodPost, URL: redact.URL(rt.c.spec.URL), Status: resp.StatusCode,
-		Err: fmt.Errorf("rejoining the session: the server answered a ping in it with HTTP %d", resp.StatusCode)}
+	// 404, or 400 about the session: gone. Anything else the server
+	// itself answered (an error status, an error answer) is no session
+	// to go on in; the new initialize shows what is wrong, if anything.
+	return false, nil
 }
+
+// goneError is the error of a Conn made WithRejoin whose server refused
+// connections: it wraps the refusal, and transport.ErrSessionGone, since
+// a process that answers there later is a new one.
+type goneError struct{ err error }
+
+func (e *goneError) Error() string { return e.err.Error() + "; " + errProcessGone.Error() }
+
+func (e *goneError) Unwrap() []error { return []error{e.err, errProcessGone} }
 
 // answeredWithResult reads resp, a 200 to the rejoin ping, and reports
 // whether it carries a JSON-RPC result for it, as JSON or in an event

@@ -357,11 +357,12 @@ func TestRejoinSession(t *testing.T) {
 	}
 }
 
-// A server that cannot be reached (a partition: every connection cut and
-// new ones refused) ends the Conn with ErrStreamLost once the stream could
-// not be reopened; it sends no DELETE, and a Conn that rejoins once the
-// server is reachable again finds the session. A server restart, which
-// forgets the session, ends the Conn as a stale session.
+// A server that cannot be reached (a partition: every connection cut, and
+// every request answered 502 by the proxy in front) ends the Conn with
+// ErrStreamLost once the stream could not be reopened; it sends no DELETE,
+// and a Conn that rejoins once the server is reachable again finds the
+// session. A server restart, which forgets the session, ends the Conn, and
+// a rejoin then starts a new session.
 func TestStreamLostKeepsSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	defer cancel()
@@ -379,9 +380,7 @@ func TestStreamLostKeepsSession(t *testing.T) {
 	if err := a.conn.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.proxy.Up(); err != nil {
-		t.Fatal(err)
-	}
+	ts.proxy.Up()
 	b, err := dialLogs(ctx, t, ts.spec(), mcphttp.WithRejoin(mcphttp.Rejoin{SessionID: id, Protocol: a.init.ProtocolVersion, Result: a.init}))
 	if err != nil {
 		t.Fatal(err)
@@ -485,5 +484,42 @@ func TestRejoinAfterBadGateway(t *testing.T) {
 	}
 	if !b.conn.Rejoined() || len(proxy.Sessions()) != 1 {
 		t.Fatalf("rejoined %v, sessions %v", b.conn.Rejoined(), proxy.Sessions())
+	}
+}
+
+// A server whose port refuses connections has lost its process, and the
+// session with it: a server that does not check session ids (mcp-go's
+// default) would take the old id from a new process as if nothing
+// happened, so the Conn ends with ErrSessionGone rather than reopen its
+// stream there, and a rejoin is refused at Dial.
+func TestRefusedIsANewProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv := httpserver.Start(t, httpserver.MCPGo)
+	spec := mcphttp.Spec{URL: srv.URL()}
+	a, err := dialLogs(ctx, t, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := a.conn.SessionID()
+	if id == "" {
+		t.Fatal("no session")
+	}
+	srv.Stop()
+	awaitDone(ctx, t, a.conn, time.Now())
+	if err := a.conn.Err(); !errors.Is(err, transport.ErrSessionGone) || !errors.Is(err, mcphttp.ErrStreamLost) {
+		t.Fatalf("Err = %v, want ErrStreamLost and ErrSessionGone", err)
+	}
+	_, err = dialLogs(ctx, t, spec, mcphttp.WithRejoin(mcphttp.Rejoin{SessionID: id, Protocol: a.init.ProtocolVersion, Result: a.init}))
+	if !errors.Is(err, transport.ErrSessionGone) || !mcphttp.IsNotSent(err) {
+		t.Fatalf("rejoin while the port is closed: %v, want ErrSessionGone, not sent", err)
+	}
+	srv.Restart(t)
+	b, err := dialLogs(ctx, t, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.conn.SessionID() == id {
+		t.Fatalf("the new process gave the old session id %q", id)
 	}
 }

@@ -23,8 +23,11 @@ import (
 //     as a network fault does: the client and the server see their
 //     connections break, and the server lives on. New connections go
 //     through as before.
-//   - Down does the same and refuses connections until Up: a network
-//     partition, or a server that cannot be reached for a while.
+//   - Down does the same and answers every request with 502 Bad Gateway
+//     until Up, as a load balancer does whose server cannot be reached:
+//     a network partition between them, the server living on. (A server
+//     that refuses connections is one whose process is gone: clients take
+//     what answers there later for a new process.)
 //
 // It counts the sessions the server created (an answer carrying an
 // Mcp-Session-Id to a request that carried none), the DELETEs clients sent,
@@ -100,7 +103,7 @@ func (p *HTTPProxy) listen() error {
 	if err != nil {
 		return err
 	}
-	rp := &httputil.ReverseProxy{
+	var rp http.Handler = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			p.mu.Lock()
 			target := p.target
@@ -117,7 +120,16 @@ func (p *HTTPProxy) listen() error {
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	srv := &http.Server{
-		Handler:           rp,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.mu.Lock()
+			down := p.down
+			p.mu.Unlock()
+			if down {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			rp.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ConnState: func(c net.Conn, st http.ConnState) {
 			switch st {
@@ -142,12 +154,12 @@ func (p *HTTPProxy) listen() error {
 	return nil
 }
 
-// track adds c to the connections Cut breaks; false if the proxy is down
-// or closed, and c must not be used.
+// track adds c to the connections Cut breaks; false if the proxy is
+// closed, and c must not be used.
 func (p *HTTPProxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.down || p.closed {
+	if p.closed {
 		return false
 	}
 	p.conns[c] = struct{}{}
@@ -244,25 +256,20 @@ func (p *HTTPProxy) cutLocked() int {
 	return n
 }
 
-// Down cuts every connection and refuses new ones until Up: the server
-// cannot be reached, and lives on.
+// Down cuts every connection and answers every request with 502 Bad
+// Gateway until Up: the server cannot be reached, and lives on.
 func (p *HTTPProxy) Down() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.down = true
-	ln, served := p.ln, p.served
 	p.cutLocked()
-	p.mu.Unlock()
-	_ = ln.Close()
-	<-served
-	p.upstream.CloseIdleConnections()
 }
 
-// Up listens again on the same address after Down.
-func (p *HTTPProxy) Up() error {
+// Up lets requests through to the server again after Down.
+func (p *HTTPProxy) Up() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.down = false
-	p.mu.Unlock()
-	return p.listen()
 }
 
 // Close stops the proxy and breaks its connections.
@@ -273,13 +280,11 @@ func (p *HTTPProxy) Close() {
 		return
 	}
 	p.closed = true
-	ln, served, down := p.ln, p.served, p.down
+	ln, served := p.ln, p.served
 	p.cutLocked()
 	p.mu.Unlock()
-	if !down {
-		_ = ln.Close()
-		<-served
-	}
+	_ = ln.Close()
+	<-served
 	p.upstream.CloseIdleConnections()
 }
 

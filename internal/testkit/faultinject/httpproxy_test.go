@@ -38,24 +38,27 @@ func sessionServer(t *testing.T) *httptest.Server {
 
 // The proxy counts the sessions a server creates, the DELETEs and the
 // answers that say a session is gone; Cut breaks every connection and the
-// next request goes through; Down refuses connections until Up, on the
-// same address.
+// next request goes through; Down answers 502 until Up.
 func TestHTTPProxySessions(t *testing.T) {
 	p := faultinject.StartHTTPProxy(t, sessionServer(t).URL)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	do := func(method, session string) error {
+	status := func(method, session string) (int, error) {
 		req, err := http.NewRequest(method, p.URL("/mcp"), strings.NewReader("{}"))
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if session != "" {
 			req.Header.Set("Mcp-Session-Id", session)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		return resp.Body.Close()
+		return resp.StatusCode, resp.Body.Close()
+	}
+	do := func(method, session string) error {
+		_, err := status(method, session)
+		return err
 	}
 	for _, step := range []struct{ method, session string }{
 		{http.MethodPost, ""}, {http.MethodPost, "s1"}, {http.MethodPost, ""}, {http.MethodPost, "gone"}, {http.MethodDelete, "s1"},
@@ -84,12 +87,10 @@ func TestHTTPProxySessions(t *testing.T) {
 	}
 
 	p.Down()
-	if err := do(http.MethodPost, "s2"); err == nil {
-		t.Fatal("a request went through while the proxy is down")
+	if code, err := status(http.MethodPost, "s2"); err != nil || code != http.StatusBadGateway {
+		t.Fatalf("a request while the proxy is down: %d, %v; want 502", code, err)
 	}
-	if err := p.Up(); err != nil {
-		t.Fatal(err)
-	}
+	p.Up()
 	if err := do(http.MethodPost, "s2"); err != nil {
 		t.Fatalf("a request after Up: %v", err)
 	}
