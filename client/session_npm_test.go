@@ -97,6 +97,7 @@ func (e *taskEnv) awaitPoll(task *Task) {
 // returns the result once, the slot never leaves Connected, and the server
 // saw one session and no DELETE.
 func TestSessionTaskThroughCuts(t *testing.T) {
+	t.Parallel()
 	ts := startTSSessionServer(t)
 	e := newTaskEnvClock(t, store.NewMemoryTaskStore(), nil)
 	e.add("ts", ts.spec())
@@ -161,6 +162,7 @@ func TestSessionTaskThroughCuts(t *testing.T) {
 // with Last-Event-ID), messages keep coming after each cut, the slot never
 // leaves Connected, and the server saw one session and no DELETE.
 func TestSessionCallThroughCuts(t *testing.T) {
+	t.Parallel()
 	ts := startTSSessionServer(t)
 	m := newTestManager(t, WithDrainTimeout(DefaultDrainTimeout))
 	rec := record(m)
@@ -237,6 +239,7 @@ func TestSessionCallThroughCuts(t *testing.T) {
 // its id, asks about it in the session it was started in, and gets its
 // result once.
 func TestSessionTaskAcrossManagers(t *testing.T) {
+	t.Parallel()
 	ts := startTSSessionServer(t)
 	st := store.NewFileTaskStore(t.TempDir())
 	first := newTaskEnvClock(t, st, nil)
@@ -282,6 +285,7 @@ func TestSessionTaskAcrossManagers(t *testing.T) {
 // asks in the new one, is told the task is not found, and loses it with
 // ErrTaskLost.
 func TestSessionTaskLostOnRestart(t *testing.T) {
+	t.Parallel()
 	ts := startTSSessionServer(t)
 	e := newTaskEnvClock(t, store.NewMemoryTaskStore(), nil)
 	e.add("ts", ts.spec())

@@ -101,6 +101,7 @@ func (h *hookedServer) asked() [3]int {
 // After a restart, which forgets the session, a new session gets both
 // again, once. Disable then ends the session with a DELETE.
 func TestSessionStateKeptAcrossBlips(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	h := startHookedServer(t)
 	// Sessions are of the older protocol: pinned to it, as a host does
