@@ -96,6 +96,10 @@ type Conn struct {
 	reopens  atomic.Int64           // the notification stream reopened in its session
 	onReopen atomic.Pointer[func()] // OnStreamReopen's callback
 
+	// discoverFailed is why server/discover failed without the server's
+	// answer (noteDiscover); nil when it did not.
+	discoverFailed atomic.Pointer[error]
+
 	// The session (session.go).
 	keep        atomic.Bool  // KeepSession: Close sends no DELETE
 	joined      atomic.Bool  // the Conn went on in the session of WithRejoin

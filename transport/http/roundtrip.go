@@ -54,6 +54,13 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		return rt.delete(req)
 	}
 	req = rt.inSession(req)
+	if req.Method == nethttp.MethodPost && rt.c.discoverFailed.Load() != nil {
+		if method, _ := peekRPC(req); method == string(mcp.MethodInitialize) {
+			// mcp-go falls back to the older handshake whenever discover
+			// fails; a proxy's 502 says nothing of the server's protocol.
+			return nil, &notSentError{err: fmt.Errorf("initialize not sent: %w", *rt.c.discoverFailed.Load())}
+		}
+	}
 	var cancel context.CancelFunc
 	if t := rt.c.spec.Timeout; t > 0 {
 		var ctx context.Context
@@ -61,6 +68,9 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		req = req.WithContext(ctx)
 	}
 	resp, err := rt.answer(req)
+	if req.Header.Get(mcp.HeaderMethod) == string(mcp.MethodServerDiscover) {
+		rt.c.noteDiscover(resp, err)
+	}
 	if err != nil {
 		if cancel != nil {
 			cancel()
@@ -74,6 +84,28 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	}
 	return resp, nil
+}
+
+// noteDiscover records why server/discover failed when no answer of the
+// server's says so (a transport error, or a proxy's 502, 503 or 504), so
+// that the initialize mcp-go falls back to is not sent: it would settle on
+// the older protocol (and open a session) with a server that may well
+// speak 2026-07-28. A server's own answer (an error, a 404, a result)
+// clears it.
+func (c *Conn) noteDiscover(resp *nethttp.Response, err error) {
+	var why error
+	switch {
+	case err != nil && !isContextErr(err):
+		why = fmt.Errorf("server/discover failed: %w", err)
+	case err == nil && (resp.StatusCode == nethttp.StatusBadGateway || resp.StatusCode == nethttp.StatusServiceUnavailable ||
+		resp.StatusCode == nethttp.StatusGatewayTimeout):
+		why = fmt.Errorf("server/discover got HTTP %d from a proxy in front of the server: its protocol generation is not known", resp.StatusCode)
+	}
+	if why == nil {
+		c.discoverFailed.Store(nil)
+		return
+	}
+	c.discoverFailed.Store(&why)
 }
 
 // answer sends req, a request that is not the notification stream's nor

@@ -523,3 +523,37 @@ func TestRefusedIsANewProcess(t *testing.T) {
 		t.Fatalf("the new process gave the old session id %q", id)
 	}
 }
+
+// A proxy's 502 to server/discover says nothing of the server's protocol:
+// the handshake fails rather than fall back to initialize (which would
+// settle on the older protocol and open a session with a server of
+// 2026-07-28), and the next handshake speaks 2026-07-28.
+func TestNoLegacyFallbackOnBadGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv := server.NewMCPServer("s", "1.0.0")
+	streamable := server.NewStreamableHTTPServer(srv)
+	var badGateway atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if badGateway.Add(-1) >= 0 {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		streamable.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	proxy := faultinject.StartHTTPProxy(t, hs.URL)
+	spec := mcphttp.Spec{URL: proxy.URL("/mcp")}
+	badGateway.Store(1) // the discover
+	_, err := tryConnect(ctx, t, spec)
+	if !mcphttp.IsNotSent(err) || !strings.Contains(err.Error(), "502") {
+		t.Fatalf("handshake whose discover got 502: %v, want not sent, naming the 502", err)
+	}
+	if s := proxy.Sessions(); len(s) != 0 {
+		t.Fatalf("sessions %v: the handshake fell back to initialize", s)
+	}
+	s := connect(ctx, t, spec)
+	if v := s.client.ProtocolVersion(); !mcp.IsModernProtocol(v) {
+		t.Fatalf("protocol %s after the proxy recovered, want 2026-07-28", v)
+	}
+}

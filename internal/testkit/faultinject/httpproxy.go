@@ -47,7 +47,7 @@ type HTTPProxy struct {
 	conns    map[net.Conn]struct{} // client side and server side
 	cuts     int
 	sessions []Session   // in the order the server created them
-	deletes  []string    // the session ids of the DELETEs, in order
+	deletes  []Session   // the DELETEs: the session ids they named, when, in order
 	gone     []time.Time // answers of 404 to a request carrying a session id
 
 	upstream *http.Transport
@@ -207,7 +207,7 @@ func (p *HTTPProxy) observe(resp *http.Response) error {
 	defer p.mu.Unlock()
 	switch {
 	case req.Method == http.MethodDelete:
-		p.deletes = append(p.deletes, sent)
+		p.deletes = append(p.deletes, Session{ID: sent, At: now})
 	case sent == "" && got != "" && resp.StatusCode == http.StatusOK:
 		p.sessions = append(p.sessions, Session{ID: got, At: now})
 	case sent != "" && resp.StatusCode == http.StatusNotFound:
@@ -314,7 +314,19 @@ func (p *HTTPProxy) Created() []Session {
 func (p *HTTPProxy) Deletes() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]string(nil), p.deletes...)
+	ids := make([]string, len(p.deletes))
+	for i, d := range p.deletes {
+		ids[i] = d.ID
+	}
+	return ids
+}
+
+// Deleted returns the DELETEs clients sent (the session each named, and
+// when), in order.
+func (p *HTTPProxy) Deleted() []Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Session(nil), p.deletes...)
 }
 
 // Gone returns how many answers said a session was gone (HTTP 404 to a

@@ -5,6 +5,8 @@ package soak
 import (
 	"fmt"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultinject"
 )
 
 // The session rule (issue 36). A Streamable HTTP server (up to protocol
@@ -13,10 +15,13 @@ import (
 // Manager must keep it across anything short of that: a cut of every
 // connection (the stream is reopened in the session), a hang (the runtime
 // lost to timeouts rejoins it), a partition (likewise). So every session
-// a server creates after its first must follow a restart (which forgets
-// the session: the server answers 404), a 404, or the host ending the
-// session (a toggle, a Reconnect); one that follows a cut, a partition or
-// a hang alone breaks the rule. The proxy in front of each server counts the sessions it
+// a server creates after its first must replace one that ended: the server
+// forgot it (a restart, or a 404 for it), or the host ended it (a DELETE,
+// a toggle, a Reconnect). One that follows a cut, a partition or a hang
+// alone, while the server still held the one before, breaks the rule. (A
+// server's first session may follow a fault: mcp-go falls back to the
+// older handshake when server/discover fails, which a server of 2026-07-28
+// then answers with a session.) The proxy in front of each server counts the sessions it
 // created (an answer carrying an Mcp-Session-Id to a request that carried
 // none). A legacy SSE session is its event stream, so a cut ends it by
 // nature: those are counted and never break the rule.
@@ -26,8 +31,8 @@ type sessionRow struct {
 	s                       *member
 	cuts, restarts, host    int // faults: cuts and partitions, restarts, toggles and Reconnects
 	created                 int // sessions the server created, the first included
-	afterRestart, afterHost int // of those after the first: after a restart or a 404, after a toggle or Reconnect
-	afterCut                int // after a cut, a partition or a hang alone (SSE: by nature)
+	afterRestart, afterHost int // of those after the first: replacing one the server forgot, one the host ended
+	afterCut                int // replacing one the server still held (SSE: ended by a cut, by nature)
 	reopened, rejoined      uint64
 }
 
@@ -51,23 +56,19 @@ func (r *run) sessionRows(report bool) []sessionRow {
 		}
 		created := s.proxy.Created()
 		gone := s.proxy.GoneAt()
+		deleted := s.proxy.Deleted()
 		row.created = len(created)
 		for i, sess := range created {
+			if i == 0 {
+				continue // replaces nothing
+			}
+			prev := created[i-1]
 			f := r.log.latestBefore(s.name, sess.At)
-			if i == 0 && f == nil {
-				continue // the first, before any fault
-			}
-			var since time.Time // the fault before it, or the session before it
-			if f != nil {
-				since = f.start
-			}
-			if i > 0 {
-				since = maxTime(since, created[i-1].At)
-			}
 			switch {
-			case f != nil && f.kind == faultRestart, goneBetween(gone, since, sess.At):
+			case goneBetween(gone, prev.At, sess.At) || r.faultBetween(s.name, faultRestart, prev.At, sess.At):
 				row.afterRestart++
-			case f != nil && (f.kind == faultToggle || f.kind == faultReconnect):
+			case deletedBefore(deleted, prev.ID, sess.At) ||
+				f != nil && (f.kind == faultToggle || f.kind == faultReconnect):
 				row.afterHost++
 			default:
 				row.afterCut++
@@ -87,6 +88,29 @@ func (r *run) sessionRows(report bool) []sessionRow {
 // checkSessions reports every session that broke the rule.
 func (r *run) checkSessions() { r.sessionRows(true) }
 
+// faultBetween reports whether a fault of kind on server started in
+// (from, to].
+func (r *run) faultBetween(server string, kind faultKind, from, to time.Time) bool {
+	r.log.mu.Lock()
+	defer r.log.mu.Unlock()
+	for _, f := range r.log.byServer[server] {
+		if f.kind == kind && f.start.After(from) && !f.start.After(to) {
+			return true
+		}
+	}
+	return false
+}
+
+// deletedBefore reports whether a DELETE of session id went out by t.
+func deletedBefore(deleted []faultinject.Session, id string, t time.Time) bool {
+	for _, d := range deleted {
+		if d.ID == id && !d.At.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // goneBetween reports whether the server answered 404 to a session id in
 // (from, to].
 func goneBetween(gone []time.Time, from, to time.Time) bool {
@@ -105,11 +129,12 @@ func (r *run) sessionSummary(p func(string, ...any)) {
 		return
 	}
 	p("Sessions (Streamable HTTP up to 2025-11-25 keeps the host's state in them): what each server behind a fault proxy created, " +
-		"by what came before; none may follow a cut, a partition or a hang alone. A legacy SSE session is its event stream: a cut ends it by nature. " +
+		"and what ended the session each one after the first replaced: the server forgot it (a restart, a 404) or the host ended it (a DELETE, a toggle, a Reconnect); " +
+		"none may replace a session the server still held after a cut, a partition or a hang alone. A legacy SSE session is its event stream: a cut ends it by nature. " +
 		"Servers on 2026-07-28 have no sessions. `reopened`: the notification stream reopened in its session (`Stats.Reopened`); " +
 		"`rejoined`: a runtime that went on in the session of the one before it (`Stats.Rejoined`).")
 	p("")
-	p("| server | cuts + partitions | restarts | toggles + reconnects | sessions created | after a restart or 404 | after a toggle or reconnect | after a cut, partition or hang alone | reopened | rejoined |")
+	p("| server | cuts + partitions | restarts | toggles + reconnects | sessions created | replaced one forgotten (restart, 404) | replaced one the host ended | replaced one still held (after a cut, partition or hang) | reopened | rejoined |")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var t sessionRow
 	for _, row := range rows {
