@@ -295,8 +295,12 @@ func (in *injector) inject(f *fault, hold time.Duration) {
 		detail = fmt.Sprintf("SIGKILL pid %v", pids)
 	case faultRestart:
 		detail = "restarted on " + in.addr(s)
-		if err := in.restart(s); err != nil {
-			fail("restart of %s failed: %v", s.name, err)
+		tries, err := in.restart(s)
+		if err != nil {
+			fail("restart of %s failed %d times, the last: %v", s.name, tries, err)
+		}
+		if tries > 1 {
+			detail += fmt.Sprintf(" (started %d times: the first did not listen in time)", tries)
 		}
 	case faultHang:
 		resume, what := in.hang(s)
@@ -356,10 +360,27 @@ func (in *injector) addr(s *member) string {
 	return "?"
 }
 
-// restart restarts an HTTP server. The httpserver helpers report a failed
+// restart restarts an HTTP server. A node server that does not listen
+// within its start timeout (30 s: seen on a machine at a load of 20 and
+// more) is started again, up to restartTries in all: the fault is a
+// restart, and the server must come back for the soak to judge the
+// Manager rather than the machine. tries says how many starts it took.
+func (in *injector) restart(s *member) (tries int, err error) {
+	for tries = 1; ; tries++ {
+		err = in.restartOnce(s)
+		if err == nil || tries == restartTries {
+			return tries, err
+		}
+	}
+}
+
+// restartTries bounds the starts of one restart fault.
+const restartTries = 3
+
+// restartOnce is one restart. The httpserver helpers report a failed
 // start with t.Fatalf, which only the test goroutine may call; faultTB
 // turns it into an error here.
-func (in *injector) restart(s *member) (err error) {
+func (in *injector) restartOnce(s *member) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a, ok := r.(faultAbort)
