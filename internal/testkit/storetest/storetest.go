@@ -373,6 +373,7 @@ func taskRecord(server, id string) store.TaskRecord {
 		Server: server, TaskID: id, Tool: "build", Protocol: "2025-11-25", Status: "working",
 		Started: time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC), TTL: time.Minute, PollInterval: time.Second,
 		Answered: []string{"name"}, Result: json.RawMessage(`{"content":[]}`),
+		SessionID: "session-1", SessionProtocol: "2025-11-25", ServerIdentity: "0123abcd",
 	}
 }
 
@@ -413,7 +414,8 @@ func tasksContract(t *testing.T, s store.TaskStore) {
 	for _, r := range got {
 		if r.Server == "github" && (r.Status != "input_required" || r.RequestState != "opaque" ||
 			!slices.Equal(r.Answered, []string{"name"}) || r.TTL != time.Minute || string(r.Result) != `{"content":[]}` ||
-			!r.Started.Equal(a.Started)) {
+			!r.Started.Equal(a.Started) ||
+			r.SessionID != "session-1" || r.SessionProtocol != "2025-11-25" || r.ServerIdentity != "0123abcd") {
 			t.Fatalf("loaded %+v", r)
 		}
 	}
