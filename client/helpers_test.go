@@ -252,8 +252,13 @@ func newTestManager(t *testing.T, opts ...Option) *Manager {
 	return m
 }
 
+// testCtx bounds a test's waits. Generous: a deadline only ends a wait
+// that would never end, and a -race build of this package on two busy
+// cores runs its parallel tests ten times slower than a quiet machine
+// (TestCatalogOverTheItemLimit's 11 pages of 1,000 tools took 7 s alone
+// at a load of 20, and over 20 s beside the package's other tests).
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
