@@ -73,7 +73,7 @@ func (k *APIKeys) Authenticate(_ context.Context, key string) (*Identity, error)
 		return id, nil
 	}
 	if strings.Count(key, ".") == 2 {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, errNotMine) // a JWT, perhaps
+		return nil, notMine("not an API key of this gateway") // a JWT, perhaps
 	}
 	return nil, refuse("invalid", "not an API key of this gateway")
 }

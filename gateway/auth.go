@@ -55,10 +55,20 @@ var ErrInvalidToken = errors.New("mcpfleet: gateway: invalid token")
 type tokenError struct {
 	reason string
 	msg    string
+	// notMine: the token is not of the Authenticator's kind (see errNotMine).
+	notMine bool
 }
 
 func (e *tokenError) Error() string { return ErrInvalidToken.Error() + ": " + e.msg }
 func (e *tokenError) Unwrap() error { return ErrInvalidToken }
+
+// Is makes errors.Is find errNotMine in a token not of the kind.
+func (e *tokenError) Is(target error) bool { return target == errNotMine && e.notMine }
+
+// notMine returns the error of a token not of the Authenticator's kind.
+func notMine(format string, args ...any) error {
+	return &tokenError{reason: "invalid", msg: fmt.Sprintf(format, args...), notMine: true}
+}
 
 // refuse returns the error of a token refused for reason.
 func refuse(reason, format string, args ...any) error {

@@ -194,7 +194,7 @@ func (v *JWTValidator) Verified() int64 { return v.verified.Load() }
 // its issuer among the trusted ones, its audience, its expiry.
 func (v *JWTValidator) Authenticate(ctx context.Context, token string) (*Identity, error) {
 	if strings.Count(token, ".") != 2 {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, errNotMine)
+		return nil, notMine("not a JWT")
 	}
 	now := v.cfg.Now()
 	if e := v.cache.get(token); e != nil {

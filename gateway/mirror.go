@@ -207,7 +207,43 @@ func (g *Gateway) syncTools(v *snapshot.View) {
 			add(t)
 		}
 	}
+	if g.o.member.authorize != nil {
+		// A person's server that waits for them to authorize it, of which
+		// no catalog is known: one tool says so and gives the link.
+		for _, st := range statuses {
+			if _, known := v.Catalog(st.Name); st.State != lifecycle.NeedsAuthorization || known ||
+				len(g.mirror.kept[st.Name]) > 0 || !g.listed(st.Name, "") {
+				continue
+			}
+			tools = append(tools, g.authorizeTool(st.Name))
+		}
+	}
 	g.srv.SetTools(tools...)
+}
+
+// AuthorizeTool is the name, after the server's name and Separator, of the
+// tool a Team's gateway lists for a server that waits for the person to
+// authorize it and whose tools are not known yet ("github__authorize"):
+// calling it gives the authorization link (see Team).
+const AuthorizeTool = "authorize"
+
+// authorizeTool is the tool that asks the person to authorize srvName.
+func (g *Gateway) authorizeTool(srvName string) server.ServerTool {
+	name := srvName + Separator + AuthorizeTool
+	def := mcp.NewTool(name, mcp.WithDescription(fmt.Sprintf(
+		"Server %s needs you to authorize access to your account there before its tools can be used. "+
+			"Call this tool to get the link to open; its tools appear once you approved.", srvName)))
+	def.Meta = &mcp.Meta{AdditionalFields: map[string]any{MetaServer: srvName,
+		MetaStale: map[string]any{"state": lifecycle.NeedsAuthorization.String()}}}
+	return server.ServerTool{Tool: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := g.check(srvName, ""); err != nil {
+			return nil, err
+		}
+		if res, err, ok := g.needsAuthorization(ctx, srvName, name); ok {
+			return res, err
+		}
+		return mcp.NewToolResultError(fmt.Sprintf("the authorization of server %s could not be started; see the gateway's log", srvName)), nil
+	}}
 }
 
 // stateChanged registers again the tools of srvName when it went down or

@@ -37,6 +37,9 @@ const (
 	// authorizationTTL bounds how long an authorization the gateway
 	// started waits for its callback.
 	authorizationTTL = 15 * time.Minute
+	// DefaultTeamStartupWait is how long an identity's first lists wait
+	// for the servers of its fleet, which is built at its first request.
+	DefaultTeamStartupWait = 10 * time.Second
 	// maxPendingAuthorizations bounds the authorizations waiting for
 	// their callback, all identities together.
 	maxPendingAuthorizations = 10000
@@ -76,6 +79,10 @@ type TeamConfig struct {
 	// to Resource's path (else "/mcp"); Token is not used (the
 	// Authenticators decide).
 	HTTP HTTPOptions
+	// StartupWait is how long an identity's first lists wait for its
+	// fleet's servers to connect (see WithStartupWait); negative: not at
+	// all. Defaults to DefaultTeamStartupWait.
+	StartupWait time.Duration
 	// IdleTimeout is how long an identity's gateway stays up unused.
 	// Defaults to DefaultIdentityIdleTimeout.
 	IdleTimeout time.Duration
@@ -189,6 +196,9 @@ func NewTeam(cfg TeamConfig) (*Team, error) {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdentityIdleTimeout
+	}
+	if cfg.StartupWait == 0 {
+		cfg.StartupWait = DefaultTeamStartupWait
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -449,7 +459,8 @@ func (t *Team) build(ctx context.Context, m *member) error {
 	t.mu.Lock()
 	fw := t.fws[m.user]
 	t.mu.Unlock()
-	opts := slices.Clone(t.cfg.Options)
+	opts := []Option{WithStartupWait(max(0, t.cfg.StartupWait))}
+	opts = append(opts, t.cfg.Options...)
 	if fw != nil {
 		opts = append(opts, WithForwarder(fw))
 	}
