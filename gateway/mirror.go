@@ -46,6 +46,8 @@ type mirror struct {
 	// bare is set while tools are served under their own names (one
 	// server, WithBareToolNames).
 	bare bool
+	// warned are the served names logged as not of the MCP form.
+	warned map[string]bool
 }
 
 // mirrored is one tool registered.
@@ -268,12 +270,23 @@ func (g *Gateway) stateChanged(srvName string, from, to lifecycle.State) {
 	}
 }
 
-// servedName is the name t is served under.
+// servedName is the name t is served under. One that is not of the form
+// the MCP specification asks for (a server's name with a space in it, say)
+// is served all the same, and logged once: some clients refuse it.
 func (g *Gateway) servedName(t snapshot.Tool) string {
+	name := t.Qualified()
 	if g.mirror.bare {
-		return t.Name()
+		name = t.Name()
 	}
-	return t.Qualified()
+	if !ValidToolName(name) && !g.mirror.warned[name] {
+		if g.mirror.warned == nil {
+			g.mirror.warned = map[string]bool{}
+		}
+		g.mirror.warned[name] = true
+		g.log.Warn("mcpfleet: gateway: a tool name is not of the form MCP asks (1 to 128 of A-Z a-z 0-9 _ - .); some clients refuse it",
+			"tool", name, "server", t.Server())
+	}
+	return name
 }
 
 // applyDiff registers what a catalog change changed: the tools it names
