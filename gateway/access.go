@@ -36,7 +36,7 @@ func (e *DeniedError) Unwrap() error { return errDenied }
 // (tool "": the server's prompts and resources). Hidden ones are logged at
 // Debug with the rule that hid them.
 func (g *Gateway) listed(srvName, tool string) bool {
-	if g.access == nil {
+	if !g.restricting() {
 		return true
 	}
 	d := g.access(srvName, tool)
@@ -50,7 +50,7 @@ func (g *Gateway) listed(srvName, tool string) bool {
 // "") by the policy: every decision is logged, with its rule (allowed at
 // Debug, denied at Info) and told to the Observer; a denial is the error.
 func (g *Gateway) check(srvName, tool string) error {
-	if g.access == nil {
+	if !g.restricting() {
 		return nil
 	}
 	d := g.access(srvName, tool)
@@ -61,6 +61,12 @@ func (g *Gateway) check(srvName, tool string) error {
 	}
 	g.log.Info("mcpfleet: gateway: policy: denied", "server", srvName, "tool", tool, "rule", d.Rule, "why", d.Why)
 	return &DeniedError{Identity: g.who, Server: srvName, Tool: tool, Decision: d}
+}
+
+// restricting reports whether a policy decides what the clients may use
+// (a Team's with a policy in force).
+func (g *Gateway) restricting() bool {
+	return g.access != nil && (g.o.member.restricted == nil || g.o.member.restricted())
 }
 
 // policyChanged makes the gateway register its catalog again as its policy

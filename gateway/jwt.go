@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -261,13 +262,17 @@ func (v *JWTValidator) Authenticate(ctx context.Context, token string) (*Identit
 	}
 	id.Groups = groupsOf(all[v.cfg.GroupsClaim])
 	for k, val := range all {
-		if s, ok := val.(string); ok {
+		if s, ok := val.(string); ok && !registered[k] {
 			id.Claims[k] = s
 		}
 	}
 	v.cache.put(token, &cacheEntry{id: id, issuer: ik, kid: key.KeyID}, now)
 	return id, nil
 }
+
+// registered are the JWT claims that say what the token is rather than who
+// it is for: not kept in an Identity's Claims.
+var registered = map[string]bool{"iss": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true}
 
 // jwtReason is go-jose's error without its package prefix.
 func jwtReason(err error) string {
@@ -479,32 +484,36 @@ type cacheEntry struct {
 	kid    string // of the key that verified it
 }
 
-// tokenCache remembers validated tokens, bounded: when full, expired ones
-// go first, then any.
+// tokenCache remembers validated tokens by their SHA-256 (the tokens
+// themselves are not kept), bounded: when full, expired ones go first,
+// then any.
 type tokenCache struct {
 	max int
 	mu  sync.Mutex
-	m   map[string]*cacheEntry
+	m   map[[32]byte]*cacheEntry
 }
 
 func (c *tokenCache) init(max int) {
 	c.max = max
-	c.m = map[string]*cacheEntry{}
+	c.m = map[[32]byte]*cacheEntry{}
 }
 
 func (c *tokenCache) get(tok string) *cacheEntry {
+	k := sha256.Sum256([]byte(tok))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[tok]
+	return c.m[k]
 }
 
 func (c *tokenCache) remove(tok string) {
+	k := sha256.Sum256([]byte(tok))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.m, tok)
+	delete(c.m, k)
 }
 
 func (c *tokenCache) put(tok string, e *cacheEntry, now time.Time) {
+	k := sha256.Sum256([]byte(tok))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= c.max {
@@ -521,5 +530,5 @@ func (c *tokenCache) put(tok string, e *cacheEntry, now time.Time) {
 			delete(c.m, k)
 		}
 	}
-	c.m[tok] = e
+	c.m[k] = e
 }

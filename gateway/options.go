@@ -83,6 +83,9 @@ type memberOptions struct {
 	// authorize, if set, is told of each authorization URL the gateway
 	// sent a person to (see needsAuthorization).
 	authorize func(server, authURL string)
+	// restricted reports whether a policy is in force (access then
+	// decides); nil: whenever access is set.
+	restricted func() bool
 }
 
 func defaultOptions() options {

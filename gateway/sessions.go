@@ -680,7 +680,7 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 	}
 	select {
 	case <-g.started:
-		if !bytes.Contains(raw, []byte(`"resources/`)) && (g.access == nil ||
+		if !bytes.Contains(raw, []byte(`"resources/`)) && (!g.restricting() ||
 			!bytes.Contains(raw, []byte(`"tools/call"`)) && !bytes.Contains(raw, []byte(`"prompts/get"`))) {
 			return nil // the rest is for subscriptions, the policy and the startup only
 		}
@@ -699,7 +699,7 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 	if json.Unmarshal(raw, &m) != nil {
 		return nil // mcp-go says what is wrong with it
 	}
-	if g.access != nil {
+	if g.restricting() {
 		if err := g.admitDenied(ctx, m.Method, m.Params.Name, m.Params.URI); err != nil {
 			return err
 		}

@@ -86,6 +86,12 @@ type TeamConfig struct {
 	// IdleTimeout is how long an identity's gateway stays up unused.
 	// Defaults to DefaultIdentityIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxIdentities caps the identities whose gateways are up: past it,
+	// the gateway of the identity used least recently that has no request
+	// in flight (no stream open either) is closed, its sessions ended.
+	// When every one is in use the Team goes over the cap until one is
+	// free. Defaults to Fleet.MaxLive (fleet.DefaultMaxLive if unset).
+	MaxIdentities int
 	// Logger gets the Team's lines. Defaults to discarding them.
 	Logger *slog.Logger
 	// Observer is told of refused requests (AuthRefused); give it to the
@@ -154,6 +160,7 @@ type member struct {
 	// Guarded by Team.mu.
 	active   int // requests being served (streams among them)
 	lastUsed time.Time
+	built    bool // the build succeeded: f, g and h are set
 }
 
 // ruleCache is the rule of a policy that governs an identity with some
@@ -199,6 +206,12 @@ func NewTeam(cfg TeamConfig) (*Team, error) {
 	}
 	if cfg.StartupWait == 0 {
 		cfg.StartupWait = DefaultTeamStartupWait
+	}
+	if cfg.MaxIdentities <= 0 {
+		cfg.MaxIdentities = cfg.Fleet.MaxLive
+		if cfg.MaxIdentities <= 0 {
+			cfg.MaxIdentities = fleets.DefaultMaxLive
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -299,8 +312,12 @@ func (t *Team) SetPolicy(p *Policy) error {
 	ms := slices.Collect(maps.Values(t.members))
 	t.mu.Unlock()
 	for _, m := range ms {
-		if m.g != nil {
-			m.g.policyChanged()
+		select {
+		case <-m.ready:
+			if m.err == nil {
+				m.g.policyChanged()
+			}
+		default: // being built: it reads the policy when its build ends
 		}
 	}
 	t.log.Info("mcpfleet: gateway: policy replaced", "rules", ruleCount(p), "identities_up", len(ms))
@@ -413,7 +430,11 @@ func (t *Team) acquire(ctx context.Context, id *Identity) (*member, error) {
 			m.id.Store(id)
 			m.active, m.lastUsed = 1, time.Now()
 			t.members[id.ID] = m
+			victims := t.overCapLocked()
 			t.mu.Unlock()
+			for _, v := range victims {
+				t.closeMember(v, "over the cap of identities")
+			}
 			if err := t.build(ctx, m); err != nil {
 				return nil, err
 			}
@@ -465,13 +486,43 @@ func (t *Team) build(ctx context.Context, m *member) error {
 		opts = append(opts, WithForwarder(fw))
 	}
 	opts = append(opts, func(o *options) {
-		o.member = memberOptions{id: m.user, access: m.access(t), authorize: t.authorizing(m)}
+		o.member = memberOptions{id: m.user, access: m.access(t), authorize: t.authorizing(m),
+			restricted: func() bool { return t.policy.Load() != nil }}
 	})
+	p0 := t.policy.Load()
 	m.f = f
 	m.g = New(f.Manager(), opts...)
 	m.h = m.g.HTTPHandler(t.cfg.HTTP)
+	if t.policy.Load() != p0 {
+		m.g.policyChanged() // SetPolicy did not see this member yet
+	}
+	t.mu.Lock()
+	m.built = true
+	t.mu.Unlock()
 	t.log.Info("mcpfleet: gateway: serving an identity", "identity", m.user, "rule", m.ruleName(t.policy.Load()))
 	return nil
+}
+
+// overCapLocked takes out of the table, while more than MaxIdentities are
+// in it, the members used least recently that serve no request, and
+// returns them, to be closed once t.mu is released.
+func (t *Team) overCapLocked() []*member {
+	over := len(t.members) - t.cfg.MaxIdentities
+	if over <= 0 {
+		return nil
+	}
+	var idle []*member
+	for _, m := range t.members {
+		if m.active == 0 && m.built {
+			idle = append(idle, m)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *member) int { return a.lastUsed.Compare(b.lastUsed) })
+	idle = idle[:min(over, len(idle))]
+	for _, m := range idle {
+		delete(t.members, m.user)
+	}
+	return idle
 }
 
 // release ends one request's hold on m.
@@ -547,7 +598,7 @@ func (t *Team) janitor() {
 		t.mu.Lock()
 		var idle []*member
 		for id, m := range t.members {
-			if m.active == 0 && m.g != nil && now.Sub(m.lastUsed) >= t.cfg.IdleTimeout {
+			if m.active == 0 && m.built && now.Sub(m.lastUsed) >= t.cfg.IdleTimeout {
 				delete(t.members, id)
 				idle = append(idle, m)
 			}

@@ -78,6 +78,11 @@ type teamOptions struct {
 	jwt        func(*gateway.JWTConfig)
 	fleetOpts  []client.Option
 	gatewayOps []gateway.Option
+	// maxIdentities caps the identities up (and the pool's live fleets).
+	maxIdentities int
+	// quiet leaves the Observer out (benchmarks: the recorder keeps
+	// every call).
+	quiet bool
 }
 
 // groupsOf are the groups of the test's users, in their tokens.
@@ -120,14 +125,19 @@ func startTeam(t testing.TB, o teamOptions) *team {
 		auths = append(auths, o.apiKeys)
 	}
 	rec := &recorder{}
+	var obs gateway.Observer = rec
+	if o.quiet {
+		obs = gateway.NopObserver{}
+	}
 	tm, err := gateway.NewTeam(gateway.TeamConfig{
-		Fleet:                fleets.Config{Template: tmpl, Options: o.fleetOpts},
+		Fleet:                fleets.Config{Template: tmpl, Options: o.fleetOpts, MaxLive: o.maxIdentities},
+		MaxIdentities:        o.maxIdentities,
 		Authenticators:       auths,
 		Resource:             url,
 		AuthorizationServers: []string{as.Issuer()},
 		Policy:               o.policy,
-		Options:              append([]gateway.Option{gateway.WithObserver(rec)}, o.gatewayOps...),
-		Observer:             rec,
+		Options:              append([]gateway.Option{gateway.WithObserver(obs)}, o.gatewayOps...),
+		Observer:             obs,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +170,14 @@ func (tm *team) token(t testing.TB, user string) string {
 // version ("" for the newest).
 func dialAs(t testing.TB, url, token, version string, opts ...mcpclient.ClientOption) *mcpclient.Client {
 	t.Helper()
+	c := connectAs(t, url, token, version, opts...)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// connectAs is dialAs for a client the caller closes.
+func connectAs(t testing.TB, url, token, version string, opts ...mcpclient.ClientOption) *mcpclient.Client {
+	t.Helper()
 	ctx := testCtx(t)
 	topts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}),
 		transport.WithLogger(slog.New(slog.DiscardHandler))}
@@ -184,7 +202,6 @@ func dialAs(t testing.TB, url, token, version string, opts ...mcpclient.ClientOp
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("Initialize: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
 	return c
 }
 
