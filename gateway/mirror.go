@@ -152,6 +152,11 @@ func down(st lifecycle.State) bool {
 	return st == lifecycle.Reconnecting || st == lifecycle.NeedsAuthorization || st == lifecycle.PermanentlyFailed
 }
 
+// keeps reports whether the tools of a server in state st that the View
+// dropped stay served from the last good catalog: it is down, or
+// connecting for the first time.
+func keeps(st lifecycle.State) bool { return down(st) || st == lifecycle.Connecting }
+
 // serverState returns the state of srvName, Closed if it is gone.
 func (g *Gateway) serverState(srvName string) lifecycle.State {
 	st, err := g.m.Status(srvName)
@@ -173,8 +178,24 @@ func (g *Gateway) syncTools(v *snapshot.View) {
 	for _, st := range statuses {
 		states[st.Name] = st.State
 	}
+	// What was served of a server that keeps its tools and that the View
+	// no longer has (the View may have dropped them before the event that
+	// says so came) stays, from the last good catalog.
+	for _, m := range g.mirror.tools {
+		srv := m.t.Server()
+		if _, inView := v.Tool(m.t.Qualified()); inView || !keeps(states[srv]) {
+			continue
+		}
+		if g.mirror.kept == nil {
+			g.mirror.kept = map[string]map[string]snapshot.Tool{}
+		}
+		if g.mirror.kept[srv] == nil {
+			g.mirror.kept[srv] = map[string]snapshot.Tool{}
+		}
+		g.mirror.kept[srv][m.t.Qualified()] = m.t
+	}
 	for srv := range g.mirror.kept {
-		if !down(states[srv]) {
+		if !keeps(states[srv]) {
 			delete(g.mirror.kept, srv)
 		}
 	}
@@ -263,9 +284,12 @@ func (g *Gateway) stateChanged(srvName string, from, to lifecycle.State) {
 		if from == to {
 			return
 		}
-		if !down(to) {
+		if !keeps(to) {
 			delete(g.mirror.kept, srvName)
 		}
+		g.syncTools(g.m.View())
+	case len(g.mirror.kept[srvName]) > 0 && !keeps(to):
+		delete(g.mirror.kept, srvName)
 		g.syncTools(g.m.View())
 	}
 }
@@ -325,9 +349,11 @@ func (g *Gateway) applyDiff(d *snapshot.Diff) {
 			old, wasServed := g.mirror.served[q]
 			t, inView := v.Tool(q)
 			if !inView && wasServed {
-				// Gone from the View: kept if its server is down.
+				// Gone from the View: kept if its server is down, or
+				// connecting for the first time (a catalog shown from the
+				// cache stays until the connect tells otherwise).
 				prev := g.mirror.tools[old]
-				if srv := prev.t.Server(); down(state(srv)) && !g.o.dropStale {
+				if srv := prev.t.Server(); keeps(state(srv)) && !g.o.dropStale {
 					if g.mirror.kept[srv] == nil {
 						if g.mirror.kept == nil {
 							g.mirror.kept = map[string]map[string]snapshot.Tool{}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,7 +118,9 @@ func startTeam(t testing.TB, o teamOptions) *team {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := fleets.ParseTemplate([]byte(o.template))
+	// {{TEAM}} in the template is the Team's origin (an upstream's OAuth
+	// redirectUri names the Team's callback).
+	tmpl, err := fleets.ParseTemplate([]byte(strings.ReplaceAll(o.template, "{{TEAM}}", strings.TrimSuffix(url, "/mcp"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,3 +655,100 @@ func TestTeamUpstreamDown(t *testing.T) {
 }
 
 func sha256sum(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// urlElicitations is an mcp-go client that takes URL-mode elicitations.
+type urlElicitations struct{}
+
+func (urlElicitations) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
+}
+
+// TestTeamUpstreamAuthorizationPerPerson: an upstream that wants OAuth is
+// authorized by each person for themselves. Alice, whose client takes
+// URL-mode elicitations, is sent to the upstream's authorization server
+// by one (-32042, as 2025-11-25 has it), comes back to the Team's callback,
+// and her calls then work; Bob, who has not authorized, gets a tool error
+// that gives his own authorization's link, never Alice's tokens.
+func TestTeamUpstreamAuthorizationPerPerson(t *testing.T) {
+	up := oauthtest.Start(t, oauthtest.Options{})
+	tmpl := fmt.Sprintf(`{"mcpServers": {"up": {"url": %q, "oauth": {"redirectUri": "{{TEAM}}/oauth/callback"}}}}`, up.URL())
+	tm := startTeam(t, teamOptions{template: tmpl, fleetOpts: []client.Option{client.WithReadyTimeout(time.Second)}})
+	ctx := testCtx(t)
+
+	alice := dialAs(t, tm.url, tm.token(t, "alice"), "2025-11-25", mcpclient.WithElicitationHandler(urlElicitations{}),
+		mcpclient.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &struct{}{}}}))
+	n := collect(alice)
+	// No one has authorized the server: its tools are not known; one tool
+	// says so.
+	if got := toolNames(t, alice); !slices.Equal(got, []string{"up__authorize"}) {
+		t.Fatalf("alice's tools before she authorized: %v", got)
+	}
+	_, _, err := callText(ctx, alice, "up__authorize", nil)
+	var required mcp.URLElicitationRequiredError
+	if !errors.As(err, &required) || len(required.Elicitations) != 1 || required.Elicitations[0].Mode != mcp.ElicitationModeURL {
+		t.Fatalf("alice's call: %v, want a URL elicitation", err)
+	}
+	aliceURL := required.Elicitations[0].URL
+	redirect, err := oauthtest.Approve(ctx, aliceURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(redirect, strings.TrimSuffix(tm.url, "/mcp")+"/oauth/callback?") {
+		t.Fatalf("the upstream sent alice back to %s", redirect)
+	}
+	resp, err := http.Get(redirect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "You authorized up") {
+		t.Fatalf("the callback: HTTP %d %s", resp.StatusCode, page)
+	}
+	for after := 0; !slices.Contains(toolNames(t, alice), "up__echo"); {
+		after = n.wait(t, after, method(mcp.MethodNotificationToolsListChanged))
+	}
+	if got := mustCall(t, alice, "up__echo", map[string]any{"message": "hi"}); got != "hi" {
+		t.Fatalf("alice's call after she authorized: %q", got)
+	}
+
+	// Bob sees the tools (the catalog is shared by server), but his call
+	// needs his own authorization: its error gives his link.
+	bob := dialAs(t, tm.url, tm.token(t, "bob"), "2025-11-25")
+	text, isErr, err := callText(ctx, bob, "up__echo", map[string]any{"message": "hi"})
+	if err != nil || !isErr || !strings.Contains(text, "needs you to authorize") {
+		t.Fatalf("bob's call: %q %v %v, want an error result with his link", text, isErr, err)
+	}
+	i := strings.Index(text, up.Issuer()+"/authorize?")
+	if i < 0 {
+		t.Fatalf("bob's error gives no link: %q", text)
+	}
+	bobURL := strings.Fields(text[i:])[0]
+	if state(t, bobURL) == state(t, aliceURL) || state(t, bobURL) == "" {
+		t.Fatalf("bob was given alice's authorization: %s", bobURL)
+	}
+	// Alice's token is still hers alone: her calls work, Bob's do not.
+	mustCall(t, alice, "up__echo", map[string]any{"message": "again"})
+	if text, isErr, err := callText(ctx, bob, "up__echo", map[string]any{"message": "hi"}); err != nil || !isErr {
+		t.Fatalf("bob's second call: %q %v %v, want an error result", text, isErr, err)
+	}
+	// A callback of a state the gateway did not give is refused.
+	resp, err = http.Get(strings.TrimSuffix(tm.url, "/mcp") + "/oauth/callback?code=x&state=made-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a callback of an unknown state: HTTP %d", resp.StatusCode)
+	}
+}
+
+// state is the state parameter of an authorization URL.
+func state(t testing.TB, u string) string {
+	t.Helper()
+	p, err := neturl.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Query().Get("state")
+}
