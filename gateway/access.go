@@ -21,6 +21,7 @@ type DeniedError struct {
 	Decision Decision
 }
 
+// Error says who was denied what, and by which rule.
 func (e *DeniedError) Error() string {
 	what := "server " + e.Server
 	if e.Tool != "" {

@@ -112,12 +112,23 @@ type AuthInfo struct {
 // some of the methods.
 type NopObserver struct{}
 
+// SessionStarted does nothing.
 func (NopObserver) SessionStarted(SessionInfo) {}
-func (NopObserver) SessionEnded(SessionInfo)   {}
-func (NopObserver) Call(CallInfo)              {}
-func (NopObserver) PolicyDecision(PolicyInfo)  {}
+
+// SessionEnded does nothing.
+func (NopObserver) SessionEnded(SessionInfo) {}
+
+// Call does nothing.
+func (NopObserver) Call(CallInfo) {}
+
+// PolicyDecision does nothing.
+func (NopObserver) PolicyDecision(PolicyInfo) {}
+
+// UpstreamState does nothing.
 func (NopObserver) UpstreamState(UpstreamInfo) {}
-func (NopObserver) AuthRefused(AuthInfo)       {}
+
+// AuthRefused does nothing.
+func (NopObserver) AuthRefused(AuthInfo) {}
 
 // outcomeOf classes the end of a request.
 func outcomeOf(res *mcp.CallToolResult, err error) string {

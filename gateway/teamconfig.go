@@ -20,7 +20,8 @@ import (
 // errors in them keep their lines and columns.
 
 // LoadTeamConfig reads a team's config file: the template of the
-// identities' fleets and its policy (nil if it has none). The file must be
+// identities' fleets, its policy (nil if it has none), and the file as it
+// was read (to tell, at the next change, what changed). The file must be
 // the user's and writable by no one else (on Unix): whoever can write it
 // chooses what every identity runs and may use. opts are as ParseTemplate
 // takes them.
