@@ -199,8 +199,9 @@ func (v *JWTValidator) Authenticate(ctx context.Context, token string) (*Identit
 	}
 	now := v.cfg.Now()
 	if e := v.cache.get(token); e != nil {
-		// Good until it expires, or until its key leaves the issuer's set.
-		if now.Before(e.id.Expiry.Add(v.cfg.Leeway)) && e.issuer.keys.Load().has(e.kid) {
+		// Good until it expires, or until its key leaves the issuer's set
+		// (fetched again when it is JWKSMaxAge old, cached tokens or not).
+		if ks, _ := e.issuer.current(ctx, now); now.Before(e.id.Expiry.Add(v.cfg.Leeway)) && ks.has(e.kid) {
 			return e.id, nil
 		}
 		v.cache.remove(token)
@@ -334,15 +335,9 @@ func (ks *keySet) has(kid string) bool {
 // JWKSMaxAge, or if it lacks kid and was fetched MinRefresh ago.
 func (ik *issuerKeys) key(ctx context.Context, kid string) (jose.JSONWebKey, error) {
 	now := ik.v.cfg.Now()
-	ks := ik.keys.Load()
-	var err error
-	if ks == nil || now.Sub(ks.fetched) >= ik.v.cfg.JWKSMaxAge {
-		var fresh *keySet
-		if fresh, err = ik.refresh(ctx, false); err == nil {
-			ks = fresh
-		} else if ks == nil {
-			return jose.JSONWebKey{}, refuse("unavailable", "the keys of %s could not be fetched: %v", ik.issuer, err)
-		}
+	ks, err := ik.current(ctx, now)
+	if ks == nil {
+		return jose.JSONWebKey{}, refuse("unavailable", "the keys of %s could not be fetched: %v", ik.issuer, err)
 	}
 	if k, ok := find(ks, kid); ok {
 		return k, nil
@@ -359,6 +354,32 @@ func (ik *issuerKeys) key(ctx context.Context, kid string) (jose.JSONWebKey, err
 		}
 	}
 	return jose.JSONWebKey{}, refuse("unknown_key", "it is signed by a key %s does not publish (kid %q)", ik.issuer, kid)
+}
+
+// current returns the issuer's key set, fetched first if it has none or
+// it is JWKSMaxAge old; if the fetch fails, the set before it (nil if
+// none).
+func (ik *issuerKeys) current(ctx context.Context, now time.Time) (*keySet, error) {
+	ks := ik.keys.Load()
+	if ks != nil && now.Sub(ks.fetched) < ik.v.cfg.JWKSMaxAge {
+		return ks, nil
+	}
+	// An issuer that does not answer is asked again after MinRefresh, not
+	// at every request: the set before stays in use meanwhile.
+	ik.mu.Lock()
+	due := ik.attempted.IsZero() || now.Sub(ik.attempted) >= ik.v.cfg.MinRefresh
+	ik.mu.Unlock()
+	if !due {
+		if ks == nil {
+			return nil, errors.New("the last fetch failed; retried shortly")
+		}
+		return ks, nil
+	}
+	fresh, err := ik.refresh(ctx, false)
+	if err == nil {
+		return fresh, nil
+	}
+	return ks, err
 }
 
 // find returns the key of kid in ks; a token without a kid takes the set's
