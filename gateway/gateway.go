@@ -98,6 +98,8 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 		server.WithResourceCapabilities(true, true),
 		server.WithLogging(),
 		server.WithHooks(hooks),
+		// The fleet's tasks (see tasks.go).
+		server.WithTaskCapabilities(true, true, true),
 	}
 	if o.instructions != "" {
 		sopts = append(sopts, server.WithInstructions(o.instructions))
