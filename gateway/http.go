@@ -175,6 +175,9 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			w.WriteHeader(http.StatusAccepted)
 			return
+		case r.Method == http.MethodPost && h.isExtTaskRequest(&msg, body):
+			h.serveExtTask(w, r.WithContext(ctx), body) // the fleet's tasks, in the extension's form (tasks.go)
+			return
 		case msg.Method != "" && len(msg.ID) > 0:
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
@@ -254,6 +257,8 @@ type message struct {
 		} `json:"_meta"`
 		// Task is set for a task-augmented tools/call (params.task).
 		Task taskPresence `json:"task"`
+		// Name is a tools/call's tool.
+		Name string `json:"name"`
 	} `json:"params"`
 	// modern: the message is of the 2026-07-28 protocol, which has no
 	// session, by mcp-go's rule (the header or the _meta says so).

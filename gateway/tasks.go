@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -188,4 +189,155 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, rpcErr *mcp
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// The tasks extension of 2026-07-28 (SEP-2663), for the 2026-07-28 clients
+// of the HTTP front that declare it in a request's capabilities: a
+// tools/call of a tool whose server can run it as a task (its
+// execution.taskSupport is optional or required) is answered with the task
+// (resultType "task", under the gateway's namespaced id); tasks/get gives
+// its status, and its outcome once it ended (the result, or the error);
+// tasks/cancel cancels it. A task that waits for input
+// (input_required) is answered by the Manager's own handlers, as any
+// request of the server's: the gateway passes on none to the client, and
+// acknowledges a tasks/update without effect.
+
+// extensionID names the tasks extension.
+const extensionID = client.TaskProtocolExtension
+
+// extRequest is what the HTTP front reads of an extension's request.
+type extRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		TaskID    string          `json:"taskId"`
+		Meta      struct {
+			Caps struct {
+				Extensions map[string]json.RawMessage `json:"extensions"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// isExtTaskRequest reports whether a 2026-07-28 request is one of the
+// extension's the HTTP front answers: tasks/get, tasks/update,
+// tasks/cancel, and a tools/call that declares the extension, of a tool
+// its server can run as a task.
+func (h *HTTPServer) isExtTaskRequest(m *message, body []byte) bool {
+	switch m.Method {
+	case string(mcp.MethodTasksGet), string(mcp.MethodTasksCancel), "tasks/update":
+		return true
+	case string(mcp.MethodToolsCall):
+		if !bytes.Contains(body, []byte(extensionID)) {
+			return false
+		}
+		var req extRequest
+		if json.Unmarshal(body, &req) != nil {
+			return false
+		}
+		if _, ok := req.Params.Meta.Caps.Extensions[extensionID]; !ok {
+			return false
+		}
+		srv, tool, ok := h.g.resolveTool(req.Params.Name)
+		if !ok {
+			return false
+		}
+		c, ok := h.g.m.View().Catalog(srv)
+		if !ok {
+			return false
+		}
+		for _, t := range c.Tools() {
+			if t.Name == tool && t.Execution != nil &&
+				(t.Execution.TaskSupport == mcp.TaskSupportOptional || t.Execution.TaskSupport == mcp.TaskSupportRequired) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serveExtTask answers an extension's request of a 2026-07-28 client.
+func (h *HTTPServer) serveExtTask(w http.ResponseWriter, r *http.Request, body []byte) {
+	var m extRequest
+	if err := json.Unmarshal(body, &m); err != nil {
+		writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.PARSE_ERROR, Message: err.Error()})
+		return
+	}
+	g, ctx := h.g, r.Context()
+	if m.Method == string(mcp.MethodToolsCall) {
+		srv, tool, _ := g.resolveTool(m.Params.Name)
+		if err := g.check(srv, tool); err != nil {
+			g.refused(string(mcp.MethodToolsCall), srv, tool, err)
+			writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_REQUEST, Message: err.Error()})
+			return
+		}
+		var args any
+		if len(m.Params.Arguments) > 0 {
+			args = m.Params.Arguments
+		}
+		start := time.Now()
+		task, err := g.m.StartTask(ctx, srv, tool, args)
+		g.obs.Call(CallInfo{Identity: g.who, Method: string(mcp.MethodToolsCall), Server: srv, Name: tool,
+			Outcome: outcomeOf(nil, err), Duration: time.Since(start), Err: err})
+		if err != nil {
+			writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: err.Error()})
+			return
+		}
+		out := extTask(task.Info())
+		out["resultType"] = "task"
+		writeRPC(w, m.ID, out, nil)
+		return
+	}
+	t, err := g.task(m.Params.TaskID)
+	if err != nil {
+		writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: err.Error()})
+		return
+	}
+	if err := g.check(t.Server(), t.Tool()); err != nil {
+		writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_REQUEST, Message: err.Error()})
+		return
+	}
+	switch m.Method {
+	case string(mcp.MethodTasksGet):
+		out := extTask(t.Info())
+		select {
+		case <-t.Done():
+			res, err := t.Wait(ctx) // at once: it ended
+			switch {
+			case err == nil:
+				out["result"] = res
+			case t.Info().Status != client.TaskCancelled:
+				out["error"] = &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: err.Error()}
+			}
+		default:
+		}
+		writeRPC(w, m.ID, out, nil)
+	case string(mcp.MethodTasksCancel):
+		if err := t.Cancel(ctx); err != nil {
+			writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: err.Error()})
+			return
+		}
+		writeRPC(w, m.ID, map[string]any{"resultType": "complete"}, nil)
+	default: // tasks/update: the Manager answers its server's input requests itself
+		writeRPC(w, m.ID, map[string]any{"resultType": "complete"}, nil)
+	}
+}
+
+// extTask is the task as the extension carries it, under the gateway's id.
+func extTask(in client.TaskInfo) map[string]any {
+	w := wireTask(in)
+	out := map[string]any{"resultType": "complete", "taskId": w.TaskId, "status": w.Status,
+		"createdAt": w.CreatedAt, "lastUpdatedAt": w.LastUpdatedAt}
+	if w.StatusMessage != "" {
+		out["statusMessage"] = w.StatusMessage
+	}
+	if in.TTL > 0 {
+		out["ttlSeconds"] = int64(in.TTL.Seconds())
+	}
+	if in.PollInterval > 0 {
+		out["pollIntervalMilliseconds"] = in.PollInterval.Milliseconds()
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -117,4 +118,66 @@ func TestTasksPassedThrough(t *testing.T) {
 	if _, msg := rpcErr(t, url, sid, "tasks/get", map[string]any{"taskId": "jobs/made-up"}); !strings.Contains(msg, "not found") {
 		t.Fatalf("an unknown task: %q", msg)
 	}
+}
+
+// TestTasksExtensionPassedThrough: a 2026-07-28 client that declares the
+// tasks extension (SEP-2663) gets a task for a call of a tool its server
+// can run as one (resultType "task", under the server's name), and its
+// outcome inline from tasks/get once it ended; tasks/cancel cancels it
+// upstream. The upstream speaks 2025-11-25 tasks: the Manager speaks each
+// server's own form.
+func TestTasksExtensionPassedThrough(t *testing.T) {
+	ts := taskserver.New()
+	t.Cleanup(ts.Close)
+	f := newFleetWith(t, map[string]client.ServerSpec{"jobs": {Dialer: ts.Dial}},
+		[]client.Option{client.WithTaskStore(store.NewMemoryTaskStore())})
+	url := f.serveHTTP(t, gateway.HTTPOptions{})
+	modern := func(method string, params map[string]any) map[string]any {
+		t.Helper()
+		params["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "t", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+		}
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 9, "method": method, "params": params})
+		resp := postAs(t, url, string(body), map[string]string{"MCP-Protocol-Version": "2026-07-28"})
+		var r struct {
+			Result map[string]any `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Error != nil {
+			t.Fatalf("%s: %v %+v", method, err, r.Error)
+		}
+		return r.Result
+	}
+	created := modern("tools/call", map[string]any{"name": "jobs__work", "arguments": map[string]any{"job": "x"}})
+	id, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || !strings.HasPrefix(id, "jobs/") || created["status"] != "working" {
+		t.Fatalf("the call: %v", created)
+	}
+	taskserver.Await(t, testCtx(t), ts.Created(), "task x created")
+	if got := modern("tasks/get", map[string]any{"taskId": id}); got["status"] != "working" || got["result"] != nil {
+		t.Fatalf("tasks/get while it works: %v", got)
+	}
+	ts.Release("x")
+	task := f.m.Tasks()[0]
+	select {
+	case <-task.Done():
+	case <-testCtx(t).Done():
+		t.Fatal("the task never ended")
+	}
+	got := modern("tasks/get", map[string]any{"taskId": id})
+	res, _ := got["result"].(map[string]any)
+	if got["status"] != "completed" || res == nil || !strings.Contains(fmt.Sprint(res["content"]), "done x") {
+		t.Fatalf("tasks/get once it ended: %v", got)
+	}
+
+	created = modern("tools/call", map[string]any{"name": "jobs__work", "arguments": map[string]any{"job": "y"}})
+	taskserver.Await(t, testCtx(t), ts.Created(), "task y created")
+	if got := modern("tasks/cancel", map[string]any{"taskId": created["taskId"]}); got["resultType"] != "complete" {
+		t.Fatalf("tasks/cancel: %v", got)
+	}
+	taskserver.Await(t, testCtx(t), ts.Cancelled(), "task y cancelled upstream")
 }
