@@ -277,8 +277,8 @@ func (g *Gateway) stateChanged(srvName string, from, to lifecycle.State) {
 		return
 	}
 	switch {
-	case g.o.bareNames && (from == lifecycle.Closed || to == lifecycle.Closed) &&
-		g.mirror.bare != (len(g.m.Statuses()) == 1):
+	case g.o.bareNames && g.mirror.bare != (len(g.m.Statuses()) == 1):
+		// A server came or went: the names change with the count.
 		g.syncTools(g.m.View())
 	case down(from) || down(to):
 		if from == to {

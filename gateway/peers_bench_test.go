@@ -49,7 +49,7 @@ import (
 // newest protocol all four serve), callers=1 (one client calling in a
 // loop) or callers=16 (sixteen clients, each its own session, calling at
 // once): ns/op is the wall time per call. After the timed calls the
-// upstream is killed and each gateway is asked once more (within 30 s):
+// upstream is killed and each gateway is asked again (for 10 s):
 // answers-after-kill is 1 if it answered.
 func BenchmarkPeers(b *testing.B) {
 	inv := faultserver.Command(faultserver.ModeNormal)
@@ -87,14 +87,16 @@ func BenchmarkPeers(b *testing.B) {
 				if n := failed.Load(); n > 0 {
 					b.Fatalf("%d of %d calls failed", n, b.N)
 				}
-				b.ReportMetric(answersAfterKill(b, clients[0], tool, call), "answers-after-kill")
+				if b.N > 1 { // not in the run that sizes b.N: the check takes up to 10 s
+					b.ReportMetric(answersAfterKill(b, clients[0], tool, call), "answers-after-kill")
+				}
 			})
 		}
 	}
 }
 
 // answersAfterKill kills the upstream (by the pid it tells) and reports 1
-// if the gateway answers a call again within 30 s.
+// if the gateway answers a call again within 10 s.
 func answersAfterKill(b *testing.B, c *mcpclient.Client, tool string,
 	call func(*mcpclient.Client, string) (*mcp.CallToolResult, error)) float64 {
 	res, err := call(c, tool+"pid")
@@ -108,7 +110,7 @@ func answersAfterKill(b *testing.B, c *mcpclient.Client, tool string,
 	if p, err := os.FindProcess(pid); err == nil {
 		_ = p.Kill()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		req := mcp.CallToolRequest{}
