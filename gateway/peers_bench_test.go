@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/cputime"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -71,6 +72,7 @@ func BenchmarkPeers(b *testing.B) {
 				}
 				var next atomic.Int64
 				var failed atomic.Int64
+				cpu := cputime.Process()
 				b.ResetTimer()
 				var wg sync.WaitGroup
 				for _, c := range clients {
@@ -84,6 +86,12 @@ func BenchmarkPeers(b *testing.B) {
 				}
 				wg.Wait()
 				b.StopTimer()
+				if impl == "gateway" || impl == "floor" {
+					// The process's CPU per call: client, gateway and
+					// server side in one (the upstream child's not);
+					// the node gateways' is in processes of their own.
+					cputime.Report(b, cpu)
+				}
 				if n := failed.Load(); n > 0 {
 					b.Fatalf("%d of %d calls failed", n, b.N)
 				}
