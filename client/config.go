@@ -97,7 +97,7 @@ type ServerConfig struct {
 	//     elsewhere a bare number of 1000 or more is refused as ambiguous);
 	//   - ToolFilter: the "tools" object, {"allow": [...], "deny": [...]},
 	//     or Gemini CLI's "includeTools" and "excludeTools" arrays; entries
-	//     are tool names or path.Match globs; no restart when it alone
+	//     are tool names or globs (see ToolFilter); no restart when it alone
 	//     changes.
 	ServerSpec
 }
@@ -113,6 +113,17 @@ func WithLookupEnv(lookup func(string) (string, bool)) ConfigOption {
 // WithSource names the config's origin in errors.
 func WithSource(name string) ConfigOption {
 	return func(p *configParser) { p.source = name }
+}
+
+// WithUnknownKeys makes ParseConfig skip a key it does not know at the top
+// of the file or in a server entry, calling report with the server's name
+// ("" at the top) and the key, instead of refusing the file: the keys other
+// hosts keep in their files (Claude Desktop's globalShortcut, Cline's
+// autoApprove) then cost a warning, not the file. A key within a typo of a
+// known one ("comand") is still an error, and so is an unknown key inside
+// mcpfleet's own blocks (oauth, limits, reconnect, tools, inputs).
+func WithUnknownKeys(report func(server, key string)) ConfigOption {
+	return func(p *configParser) { p.onUnknown = report }
 }
 
 // LoadConfig reads and parses a config file. A relative envFile in it is
@@ -152,11 +163,13 @@ type configParser struct {
 	// resolveInput is WithInputs'; declared holds the file's "inputs" by
 	// id, answers what each used input resolved to.
 	resolveInput func(Input) (string, error)
-	// vars answers ${kind:NAME} by kind (WithVariables).
-	vars     map[string]func(string) (string, bool)
+	// vars answers ${kind:NAME} by kind (WithVariables, WithVariablesAt).
+	vars     map[string]func(string, VariableUse) (string, error)
 	declared map[string]Input
 	answers  map[string]answer
-	errs     []error
+	// onUnknown is WithUnknownKeys'.
+	onUnknown func(server, key string)
+	errs      []error
 }
 
 // Keys a config may have at the top and in each server entry.
@@ -204,7 +217,7 @@ func (p *configParser) parse(data []byte) (*Config, error) {
 		// Gemini CLI's settings.json holds all of its settings; only its
 		// mcpServers are ours.
 		if !slices.Contains(topKeys, k) && p.dialect != DialectGemini {
-			p.unknownKey("", k, k, topKeys)
+			p.foreignKey("", k, topKeys)
 		}
 	}
 	if raw, ok := top["inputs"]; ok {
@@ -323,7 +336,7 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, b
 		case "targetAudience", "targetServiceAccount":
 			p.errorf(name, k, "not supported: Gemini CLI's Google service account impersonation; use headers or the oauth block")
 		default:
-			p.unknownKey(name, k, k, serverKeys)
+			p.foreignKey(name, k, serverKeys)
 		}
 	}
 	p.transport(name, &sc, &w, httpURL)
@@ -452,7 +465,7 @@ func (p *configParser) str(server, field string, v json.RawMessage) string {
 		p.errorf(server, field, "must be a string")
 		return ""
 	}
-	out, err := p.expand(s)
+	out, err := p.expand(server, field, s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 	}
@@ -499,7 +512,7 @@ func (p *configParser) duration(server, field string, v json.RawMessage) time.Du
 		p.errorf(server, field, `must be a duration like "30s" or a number of seconds`)
 		return 0
 	}
-	s, err := p.expand(s)
+	s, err := p.expand(server, field, s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 		return 0
@@ -624,7 +637,7 @@ func (p *configParser) limitNumber(server, field string, v json.RawMessage, size
 		p.errorf(server, field, `must be a positive number or "off"`)
 		return 0
 	}
-	s, err := p.expand(s)
+	s, err := p.expand(server, field, s)
 	if err != nil {
 		p.errorf(server, field, "%v", err)
 		return 0
@@ -704,7 +717,7 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 					p.errorf(server, f, "must be a port number")
 					continue
 				}
-				if s, err = p.expand(s); err != nil {
+				if s, err = p.expand(server, f, s); err != nil {
 					p.errorf(server, f, "%v", err)
 					continue
 				}

@@ -197,6 +197,17 @@ func (p *configParser) unknownKey(server, field, key string, known []string) {
 	p.errorf(server, field, "unknown key (want one of %s)", strings.Join(known, ", "))
 }
 
+// foreignKey reports key, unknown at the top (server "") or in server's
+// entry, to WithUnknownKeys' report when there is one and the key is no
+// typo of a known one; else it is an unknown key.
+func (p *configParser) foreignKey(server, key string, known []string) {
+	if p.onUnknown != nil && suggest(key, known) == "" {
+		p.onUnknown(server, key)
+		return
+	}
+	p.unknownKey(server, key, key, known)
+}
+
 // suggest returns the known key nearest to key, if it is within a typo's
 // distance: a different case, or at most a third of its length edited
 // (one edit for a short key).

@@ -53,16 +53,37 @@ func WithWorkspaceFolder(dir string) ConfigOption {
 }
 
 // WithVariables answers ${kind:NAME} with lookup(NAME), for a host's own
-// variables: the fleet package answers ${user:NAME} with the values of
-// the user whose fleet it builds from a template. NAME is letters, digits,
-// '_', '-' and '.'; kind is a name of letters and digits other than env
-// and input. A value is used as it is, never expanded again (a value
-// holding "${HOME}" stays so), and lookup returning false is an error
-// naming the variable and the field, never a value.
+// variables. NAME is letters, digits, '_', '-' and '.'; kind is a name of
+// letters and digits other than env and input. A value is used as it is,
+// never expanded again (a value holding "${HOME}" stays so), and lookup
+// returning false is an error naming the variable and the field, never a
+// value.
 func WithVariables(kind string, lookup func(name string) (string, bool)) ConfigOption {
+	return WithVariablesAt(kind, func(name string, _ VariableUse) (string, error) {
+		if v, ok := lookup(name); ok {
+			return v, nil
+		}
+		return "", fmt.Errorf("${%s:%s} has no value", kind, name)
+	})
+}
+
+// VariableUse is where a ${kind:NAME} stands: the server's entry, the
+// field as errors name it ("url", "headers.Authorization", "args[1]",
+// "oauth.issuer") and the field's text before the variable, expanded.
+type VariableUse struct {
+	Server, Field, Before string
+}
+
+// WithVariablesAt is WithVariables for a host whose values must be fitted
+// to where they go: the fleet package percent-encodes a ${user:NAME} in a
+// URL and refuses a path in a file name. lookup returns the text to put
+// in place of the variable, used as it is, never expanded again; its
+// error fails the field, naming the server and the field after it (so it
+// should not quote a secret value).
+func WithVariablesAt(kind string, lookup func(name string, at VariableUse) (string, error)) ConfigOption {
 	return func(p *configParser) {
 		if p.vars == nil {
-			p.vars = map[string]func(string) (string, bool){}
+			p.vars = map[string]func(string, VariableUse) (string, error){}
 		}
 		p.vars[kind] = lookup
 	}
@@ -221,7 +242,7 @@ var errUnset = errors.New("not set")
 // Cursor read, VS Code's ${env:VAR}, ${input:id}, ${userHome},
 // ${workspaceFolder}, ${workspaceFolderBasename}, ${pathSeparator} and
 // ${/}.
-func (p *configParser) variable(expr string) (string, error) {
+func (p *configParser) variable(at VariableUse, expr string) (string, error) {
 	switch expr {
 	case "userHome":
 		home, err := os.UserHomeDir()
@@ -247,10 +268,7 @@ func (p *configParser) variable(expr string) (string, error) {
 		if !inputIDOK(name) {
 			return "", fmt.Errorf("invalid variable name %q in ${%s:…}", redactVar(name), kind)
 		}
-		if v, ok := p.vars[kind](name); ok {
-			return v, nil
-		}
-		return "", fmt.Errorf("${%s:%s} has no value", kind, name)
+		return p.vars[kind](name, at)
 	}
 	name, hasPrefix := strings.CutPrefix(expr, "env:")
 	name, def, hasDef := strings.Cut(name, ":-")
@@ -274,7 +292,7 @@ func (p *configParser) variable(expr string) (string, error) {
 // default is an error: sending an empty token is worse than refusing to
 // start. (An unset $VAR stays as written, as in Gemini CLI: a bare $ is
 // too common in arguments to refuse.)
-func (p *configParser) expand(s string) (string, error) {
+func (p *configParser) expand(server, field, s string) (string, error) {
 	bare := p.dialect == DialectGemini
 	if !strings.Contains(s, "${") && !(bare && strings.Contains(s, "$")) {
 		return s, nil
@@ -293,7 +311,7 @@ func (p *configParser) expand(s string) (string, error) {
 			if end < 0 {
 				return "", fmt.Errorf("unterminated ${ in %q", redactVar(s[i:]))
 			}
-			v, err := p.variable(s[i+2 : i+end])
+			v, err := p.variable(VariableUse{Server: server, Field: field, Before: b.String()}, s[i+2:i+end])
 			if err != nil {
 				return "", err
 			}

@@ -289,6 +289,12 @@ func (s *slot) applyDialLocked(res dialResult) {
 	if res.legacy {
 		s.legacy = true
 	}
+	if res.lease != nil || res.rejoinDeclined || sessionGone(res.err) {
+		s.rejoin = nil // settled: rejoined, or the server (or its process) forgot it
+	}
+	if res.lease != nil && rejoined(res.lease.conn) {
+		s.st.rejoins.Add(1)
+	}
 	if res.stderr != nil {
 		s.lastStderr = res.stderr
 	}

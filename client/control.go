@@ -64,6 +64,7 @@ func (s *slot) reconnect(ctx context.Context) error {
 	case lifecycle.Connected:
 		s.goCloseLeaseLocked(s.detachLocked())
 		s.budget.Reset()
+		s.rejoin = nil // the host asked for a new connection
 		s.connectLocked(lifecycle.Reconnecting, 0, false)
 	case lifecycle.PermanentlyFailed:
 		if r := s.run; r != nil { // the slow probe
@@ -71,6 +72,7 @@ func (s *slot) reconnect(ctx context.Context) error {
 			r.cancel()
 		}
 		s.budget.Reset()
+		s.rejoin = nil
 		s.connectLocked(lifecycle.Reconnecting, 0, false)
 	case lifecycle.NeedsAuthorization:
 		// Try again: the token store may have a token by now.
@@ -118,6 +120,7 @@ func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) err
 	}
 	s.budget = s.m.budgetFor(spec)
 	s.legacy = false                  // a new server may speak the newer protocol
+	s.rejoin = nil                    // nor is its session the old one's
 	s.proven, s.startExits = false, 0 // a new configuration may be mistaken
 	s.lastErr = nil
 	switch s.state {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"math"
+	nethttp "net/http"
 	"net/url"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/store"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
 // The shared cooldown (WithSharedState): replicas reaching one HTTP
@@ -30,6 +33,14 @@ import (
 //
 // The store failing or slow costs the coordination, not the dial: the
 // replica then follows its own backoff.
+//
+// A failure that is the user's own (the server refused the user's
+// credentials with 401 or 403, or wants the user to authorize) says the
+// server is up: it clears the upstream's cooldown, if any, and is
+// recorded under the user's own key instead (userCooldownKey), which only
+// that user's dials wait for. So one user's bad or missing credentials
+// delay no other user's connect, while a server that is down (refused,
+// 5xx, a timeout) is backed off by everyone.
 
 // cooldownKey names an HTTP upstream in the shared cooldowns: a hash of
 // its URL without userinfo, query and fragment (per-user values stay
@@ -48,6 +59,27 @@ func cooldownKey(spec ServerSpec) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// userCooldownKey names the user's own failures at the upstream of key
+// (see userFailure); "" when key is.
+func userCooldownKey(key, user string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("user\x00" + key + "\x00" + user))
+	return hex.EncodeToString(sum[:16])
+}
+
+// userFailure reports whether a dial failed for the user's own reason,
+// not the server's: the server answered 401 or 403 to the credentials of
+// the spec, or wants the user to authorize.
+func userFailure(err error) bool {
+	if needsUser(err) {
+		return true
+	}
+	var he *mcphttp.Error
+	return errors.As(err, &he) && (he.Status == nethttp.StatusUnauthorized || he.Status == nethttp.StatusForbidden)
+}
+
 // cooldownStep is the wait after the n-th claimed dial (from 0): the
 // policy's backoff without jitter, so every replica reads one schedule.
 func cooldownStep(p lifecycle.Policy, n int) time.Duration {
@@ -61,9 +93,10 @@ func cooldownStep(p lifecycle.Policy, n int) time.Duration {
 
 // turn is what takeTurn found.
 type turn struct {
-	ok      bool // false: the loop was cancelled
-	claimed bool // this replica claimed the dial
-	down    bool // a replica had found the upstream down
+	ok      bool           // false: the loop was cancelled
+	claimed bool           // this replica claimed the dial
+	down    bool           // a replica had found the upstream down
+	user    store.Cooldown // the user's own cooldown, as read before the dial
 }
 
 // takeTurn waits, before a dial of the slot's upstream, for this replica's
@@ -79,6 +112,10 @@ func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fres
 	s.mu.Lock()
 	policy := s.budget.Policy()
 	s.mu.Unlock()
+	user, ok := s.waitUserTurn(ctx, r)
+	if !ok {
+		return turn{}
+	}
 	down := false
 	for {
 		sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
@@ -95,7 +132,7 @@ func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fres
 		now := clock.Now()
 		switch {
 		case c.Attempts == 0 && (fresh || *woken):
-			return turn{ok: true, down: down}
+			return turn{ok: true, down: down, user: user}
 		case c.Attempts > 0 && c.Until.After(now):
 			down = true
 			t, stop := clock.NewTimer(c.Until.Sub(now))
@@ -105,7 +142,7 @@ func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fres
 				*woken = true
 			case <-r.kick: // Reconnect: dial now
 				stop()
-				return turn{ok: true, down: true}
+				return turn{ok: true, down: true, user: user}
 			case <-ctx.Done():
 				stop()
 				return turn{}
@@ -122,28 +159,74 @@ func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fres
 			if ctx.Err() != nil {
 				return turn{}
 			}
-			return turn{ok: true, down: down}
+			return turn{ok: true, down: down, user: user}
 		}
 		if won {
-			return turn{ok: true, claimed: true, down: down}
+			return turn{ok: true, claimed: true, down: down, user: user}
 		}
 	}
+}
+
+// waitUserTurn waits out the user's own cooldown at the upstream (the
+// user's credentials refused, by this replica or another), and returns
+// it as it read it; false if the loop was cancelled. A Reconnect, or the
+// store failing, ends the wait.
+func (s *slot) waitUserTurn(ctx context.Context, r *runner) (store.Cooldown, bool) {
+	key := userCooldownKey(s.config().cooldownKey, s.m.opts.user)
+	sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	c, err := s.m.opts.shared.Cooldown(sctx, key)
+	cancel()
+	if err != nil {
+		return store.Cooldown{}, ctx.Err() == nil
+	}
+	clock := s.m.opts.clock
+	if wait := c.Until.Sub(clock.Now()); c.Attempts > 0 && wait > 0 {
+		t, stop := clock.NewTimer(wait)
+		defer stop()
+		select {
+		case <-t:
+		case <-r.kick:
+		case <-ctx.Done():
+			return store.Cooldown{}, false
+		}
+	}
+	return c, true
 }
 
 // dialed tells the shared cooldown how the dial of a turn went: a first
 // connect that failed records the upstream down (unless a replica did
 // already), and a success after the upstream was found down clears the
-// cooldown, waking the others.
+// cooldown, waking the others. A failure that is the user's own is the
+// server answering: it clears the upstream's cooldown as a success does,
+// and counts in the user's own.
 func (s *slot) dialed(t turn, err error) {
 	cd, key := s.m.opts.shared, s.config().cooldownKey
 	ctx, cancel := context.WithTimeout(s.m.ctx, sharedTimeout)
 	defer cancel()
+	own := err != nil && userFailure(err)
+	if own || err == nil {
+		userKey := userCooldownKey(key, s.m.opts.user)
+		var uerr error
+		switch {
+		case own:
+			s.mu.Lock()
+			policy := s.budget.Policy()
+			s.mu.Unlock()
+			next := store.Cooldown{Attempts: t.user.Attempts + 1, Until: s.m.opts.clock.Now().Add(cooldownStep(policy, t.user.Attempts))}
+			_, uerr = cd.ClaimDial(ctx, userKey, t.user, next)
+		case t.user.Attempts > 0:
+			uerr = cd.ServerUp(ctx, userKey)
+		}
+		if uerr != nil {
+			s.m.opts.logger.Warn("mcpfleet: the user's shared cooldown not written", "server", s.name, "error", uerr)
+		}
+	}
 	switch {
-	case err == nil && (t.down || t.claimed):
+	case (err == nil || own) && (t.down || t.claimed):
 		if serr := cd.ServerUp(ctx, key); serr != nil {
 			s.m.opts.logger.Warn("mcpfleet: shared cooldown not cleared", "server", s.name, "error", serr)
 		}
-	case err != nil && !t.claimed:
+	case err != nil && !own && !t.claimed:
 		s.mu.Lock()
 		policy := s.budget.Policy()
 		s.mu.Unlock()

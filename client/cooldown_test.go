@@ -1,10 +1,20 @@
 package client
 
 import (
+	"context"
+	nethttp "net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpfleet/mcpfleet/internal/testkit/fakeclock"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/store"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
@@ -38,5 +48,100 @@ func TestCooldownKeyAndSteps(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("steps %v, want %v", got, want)
 		}
+	}
+}
+
+// TestUserFailureKeepsToItsUser: a user whose credentials the upstream
+// refuses (401) delays no other user's connect: the server answered, so
+// its shared cooldown stays clear, and the failure counts in the user's
+// own, which another replica of that user waits for. A failure of the
+// server itself (503) is still everyone's. The clock never moves: a
+// connect that waited for a cooldown would never come.
+func TestUserFailureKeepsToItsUser(t *testing.T) {
+	var failing atomic.Bool   // the server fails for everyone
+	var requests atomic.Int64 // of alice's good token
+	s := server.NewMCPServer("crm", "1.0.0", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("ping"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("pong"), nil
+	})
+	h := server.NewStreamableHTTPServer(s)
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.Header.Get("Authorization") == "Bearer good-alice" {
+			requests.Add(1)
+		}
+		switch {
+		case failing.Load():
+			nethttp.Error(w, "down", nethttp.StatusServiceUnavailable)
+		case !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer good-"):
+			nethttp.Error(w, "bad token", nethttp.StatusUnauthorized)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	shared := store.NewMemory()
+	clock := fakeclock.New(time.Unix(1_000_000, 0))
+	policy := lifecycle.Policy{InitialInterval: time.Minute, MaxInterval: time.Hour, MaxAttempts: -1}
+	spec := func(token string) ServerSpec {
+		return ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer " + token}}}
+	}
+	manager := func(user string) *Manager {
+		return newTestManager(t, WithSharedState(shared), WithUser(user), WithClock(clock), WithPolicy(policy))
+	}
+	failed := func(m *Manager, server string) {
+		t.Helper()
+		rec := record(m)
+		mustAdd(t, m, server, spec("bad"))
+		rec.wait(t, func(e Event) bool { return e.Kind == EventRetry && e.Server == server })
+	}
+	key := cooldownKey(spec(""))
+	cooldown := func(key string) store.Cooldown {
+		t.Helper()
+		c, err := shared.Cooldown(testCtx(t), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	failed(manager("alice"), "crm") // 401: alice's own
+	if c := cooldown(key); c.Attempts != 0 {
+		t.Fatalf("alice's refused token put the upstream in cooldown: %+v", c)
+	}
+	if c := cooldown(userCooldownKey(key, "alice")); c.Attempts != 1 || !c.Until.After(clock.Now()) {
+		t.Fatalf("alice's own cooldown: %+v", c)
+	}
+	bob := manager("bob")
+	mustAdd(t, bob, "crm", spec("good-bob"))
+	mustWait(t, bob, "crm", lifecycle.Connected) // at once: the clock has not moved
+
+	// Another replica of alice's, with a good token now, waits out her
+	// cooldown; then connects and clears it.
+	alice2 := manager("alice")
+	pending := clock.Pending()
+	mustAdd(t, alice2, "crm", spec("good-alice"))
+	if err := clock.WaitForTimers(testCtx(t), pending+1); err != nil { // the replica waits on the clock
+		t.Fatal(err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("alice's replica dialed %d times during her cooldown", n)
+	}
+	clock.Advance(time.Minute)
+	mustWait(t, alice2, "crm", lifecycle.Connected)
+	if c := cooldown(userCooldownKey(key, "alice")); c.Attempts != 0 {
+		t.Fatalf("alice's cooldown after her connect: %+v", c)
+	}
+
+	// The server down: everyone's.
+	failing.Store(true)
+	failed(manager("carol"), "crm")
+	if c := cooldown(key); c.Attempts != 1 {
+		t.Fatalf("a 503 did not put the upstream in cooldown: %+v", c)
+	}
+	if c := cooldown(userCooldownKey(key, "carol")); c.Attempts != 0 {
+		t.Fatalf("a 503 counted as carol's own: %+v", c)
 	}
 }

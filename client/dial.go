@@ -35,6 +35,9 @@ type dialResult struct {
 	// that the connect loop can tell a server that cannot start (the
 	// same exit three times in a row) from an outage.
 	exitedAtStart string
+	// rejoinDeclined: the attempt was to rejoin a session, and the server
+	// no longer knows it (a new one was started).
+	rejoinDeclined bool
 }
 
 // dial makes one connection attempt: the Conn, the MCP handshake, the
@@ -84,6 +87,10 @@ func unsupportedProtocol(err error) bool {
 func (m *Manager) closeConn(c transport.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.closeTimeout)
 	defer cancel()
+	if k, ok := c.(transport.SessionKeeper); ok && k.Rejoined() {
+		// The session is the lost runtime's, which the next dial rejoins.
+		k.KeepSession()
+	}
 	_ = c.Close(ctx)
 }
 
@@ -97,7 +104,13 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 	if cfg.auth != nil {
 		auth = cfg.auth
 	}
-	conn, err := cfg.spec.dialer(&m.opts, legacy, cfg.limits, auth)(ctx)
+	s.mu.Lock()
+	rejoin := s.rejoin
+	s.mu.Unlock()
+	if rejoin != nil {
+		legacy = true // a session is of the older protocol
+	}
+	conn, err := cfg.spec.dialer(&m.opts, legacy, cfg.limits, auth, rejoin)(ctx)
 	if err != nil {
 		return dialResult{err: err} // the transport's error names its step
 	}
@@ -105,13 +118,17 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 	if r, ok := conn.(transport.Resumer); ok {
 		r.OnResume(s.st.resumed)
 	}
+	if k, ok := conn.(transport.SessionKeeper); ok {
+		k.OnStreamReopen(l.onStreamReopen)
+	}
 	l.ctx, l.cancel = context.WithCancel(m.ctx)
 	began := m.opts.clock.Now()
+	declined := false // the session to rejoin is gone: this attempt started one
 	fail := func(step string, err error) dialResult {
 		l.cancel()
 		err = explain(conn, plain(err))
 		*failed = append(*failed, conn)
-		res := dialResult{stderr: stderrOf(conn)}
+		res := dialResult{stderr: stderrOf(conn), rejoinDeclined: declined}
 		if step == "start" || step == "initialize" {
 			res.exitedAtStart = exitedHow(conn)
 		}
@@ -153,11 +170,16 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 	}
 	l.client = c
 	l.protocol = init.ProtocolVersion
+	declined = rejoin != nil && !rejoined(conn)
 	// What the host asked of earlier runtimes holds for this one too, from
 	// before it counts as Connected (and, on 2026-07-28 over HTTP, before
-	// Ready opens the stream whose filter carries the subscriptions).
-	s.restoreLevel(ctx, c)
-	s.resubscribe(ctx, c)
+	// Ready opens the stream whose filter carries the subscriptions). A
+	// runtime that rejoined the session of the one before it has it all
+	// there already.
+	if !rejoined(conn) {
+		s.restoreLevel(ctx, c)
+		s.resubscribe(ctx, c)
+	}
 	cat := &catalog.Catalog{
 		Server:       s.name,
 		ServerInfo:   init.ServerInfo,
@@ -175,7 +197,7 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 		}
 	}
 	m.startListen(l)
-	return dialResult{lease: l}
+	return dialResult{lease: l, rejoinDeclined: declined}
 }
 
 // fetchLists fetches the lists named by which, every page, into cat,

@@ -88,6 +88,10 @@ var (
 	// ErrTaskCancelled: a task was cancelled, by Task.Cancel or by its
 	// server.
 	ErrTaskCancelled = errors.New("task cancelled")
+	// ErrUnknownTask: Manager.Task found no handle of that server's task:
+	// the Manager never started it and its TaskStore does not hold it, or
+	// its outcome was collected (Task.Wait) or it was forgotten.
+	ErrUnknownTask = errors.New("unknown task")
 )
 
 // ServerError is the error of every per-server failure a Manager method

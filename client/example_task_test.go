@@ -61,3 +61,49 @@ func ExampleManager_StartTask() {
 	// done release 0
 	// true
 }
+
+// A call run as a task hands its handle out while it waits
+// (WithTaskStarted): the host can watch it (Task.Watch), cancel it, or keep
+// its id to find it again (Manager.Task), in this Manager or the next one
+// on the same store.
+func ExampleWithTaskStarted() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	builds := taskserver.New()
+	defer builds.Close()
+
+	m := client.New(client.WithTaskStore(store.NewMemoryTaskStore()))
+	defer m.Close()
+	_ = m.Add(ctx, "builds", client.ServerSpec{Dialer: builds.Dial})
+	if err := m.WaitFor(ctx, "builds", lifecycle.Connected); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	watched := make(chan string, 1)
+	started := func(t *client.Task) {
+		now, changes, _ := t.Watch(4)
+		go func() {
+			last := now
+			for info := range changes { // closed once the outcome is known
+				last = info
+			}
+			watched <- fmt.Sprint(now.Status, " → ", last.Status)
+		}()
+		same, _ := m.Task("builds", t.ID())
+		fmt.Println("started:", same == t)
+		builds.Release("nightly")
+	}
+	res, err := m.CallTool(ctx, "builds", "work", map[string]any{"job": "nightly"},
+		client.WithTask(), client.WithTaskStarted(started))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Content[0].(mcp.TextContent).Text)
+	fmt.Println(<-watched)
+	// Output:
+	// started: true
+	// done nightly
+	// working → completed
+}

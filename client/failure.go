@@ -222,6 +222,10 @@ func (s *slot) lost(l *lease, cause error) {
 // the reconnect under the budget.
 func (s *slot) lostLocked(cause error) {
 	l := s.detachLocked()
+	if l != nil {
+		// A fault is not the host ending the session.
+		s.keepSessionLocked(l, cause)
+	}
 	s.lastErr = cause
 	wait, ok := s.budget.Lost(l != nil && l.answered.Load())
 	if ok {

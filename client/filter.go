@@ -3,9 +3,9 @@ package client
 import (
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -19,11 +19,15 @@ import (
 // publishes every tool.
 //
 // An entry is a tool name, matched exactly, or a glob in the syntax of
-// path.Match: '*' matches any run of characters but '/', '?' any one
-// character but '/', "[a-z]" a class, and '\' quotes the next character.
-// Entries are matched against the server's own tool names, not the
-// qualified names of the View. An empty entry, or one that path.Match
-// calls malformed ("[a"), makes the spec invalid.
+// path.Match: '*' matches any run of characters, '?' any one character,
+// "[a-z]" one of a class ("[^a-z]" one outside it), and '\' quotes the
+// next character. Unlike path.Match, a tool name is a plain string: no
+// character in it is special, '/' included (path.Match, used before,
+// stopped '*' and '?' at '/', so deny "delete*" let "delete/all"
+// through). Entries are matched against
+// the server's own tool names, not the qualified names of the View. An
+// empty entry, or a malformed one ("[a", a trailing '\'), makes the spec
+// invalid.
 //
 // A filter is the host's, not the server's: it is applied on every
 // publish of the server's catalog (the first one, each list_changed
@@ -69,8 +73,7 @@ func validPattern(p string) error {
 	if p == "" {
 		return errors.New("empty entry")
 	}
-	// path.Match checks the whole pattern, matching or not.
-	if _, err := path.Match(p, ""); err != nil {
+	if err := checkGlob(p); err != nil {
 		return fmt.Errorf("invalid pattern %q: %w", p, err)
 	}
 	return nil
@@ -103,8 +106,149 @@ func matchPattern(p, tool string) bool {
 	if p == tool {
 		return true
 	}
-	ok, err := path.Match(p, tool)
-	return ok && err == nil
+	return checkGlob(p) == nil && matchGlob(p, tool)
+}
+
+// errBadGlob is the error of a malformed filter entry.
+var errBadGlob = errors.New("syntax error in pattern")
+
+// checkGlob reports whether p is a well-formed glob: every class well
+// formed (classLen), no '\' at the end.
+func checkGlob(p string) error {
+	for i := 0; i < len(p); {
+		switch p[i] {
+		case '\\':
+			if i+1 == len(p) {
+				return errBadGlob
+			}
+			_, n := utf8.DecodeRuneInString(p[i+1:])
+			i += 1 + n
+		case '[':
+			n, ok := classLen(p[i:])
+			if !ok {
+				return errBadGlob
+			}
+			i += n
+		default:
+			i++
+		}
+	}
+	return nil
+}
+
+// matchGlob reports whether name matches the well-formed glob p, as a
+// plain string. Each of p's items but '*' matches exactly one character,
+// so backing up to the last '*' alone finds every match.
+func matchGlob(p, name string) bool {
+	pi, ni := 0, 0
+	star, starNi := -1, 0 // the last '*' of p seen, and where in name it stops for now
+	for ni < len(name) {
+		r, n := utf8.DecodeRuneInString(name[ni:])
+		if pi < len(p) {
+			switch p[pi] {
+			case '*':
+				star, starNi = pi, ni
+				pi++
+				continue
+			case '?':
+				pi, ni = pi+1, ni+n
+				continue
+			case '[':
+				m, _ := classLen(p[pi:])
+				if inClass(p[pi:pi+m], r) {
+					pi, ni = pi+m, ni+n
+					continue
+				}
+			case '\\':
+				if lit, m := utf8.DecodeRuneInString(p[pi+1:]); lit == r {
+					pi, ni = pi+1+m, ni+n
+					continue
+				}
+			default:
+				if lit, m := utf8.DecodeRuneInString(p[pi:]); lit == r {
+					pi, ni = pi+m, ni+n
+					continue
+				}
+			}
+		}
+		if star < 0 {
+			return false
+		}
+		// The last '*' takes one more character, and the rest of p tries
+		// again after it.
+		_, n = utf8.DecodeRuneInString(name[starNi:])
+		starNi += n
+		pi, ni = star+1, starNi
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// classLen returns the length of the class that starts p ("[...]"), and
+// whether it is well formed as path.Match has it: closed, not empty, no
+// unquoted '-' or ']' where a character is due.
+func classLen(p string) (int, bool) {
+	i := 1
+	if i < len(p) && p[i] == '^' {
+		i++
+	}
+	for items := 0; ; items++ {
+		if i < len(p) && p[i] == ']' && items > 0 {
+			return i + 1, true
+		}
+		_, n, ok := classChar(p[i:])
+		if !ok {
+			return 0, false
+		}
+		i += n
+		if i < len(p) && p[i] == '-' {
+			_, m, ok := classChar(p[i+1:])
+			if !ok {
+				return 0, false
+			}
+			i += 1 + m
+		}
+	}
+}
+
+// classChar reads one character of a class, '\' quoting the next.
+func classChar(p string) (rune, int, bool) {
+	if p == "" || p[0] == '-' || p[0] == ']' {
+		return 0, 0, false
+	}
+	if p[0] == '\\' {
+		if len(p) == 1 {
+			return 0, 0, false
+		}
+		r, n := utf8.DecodeRuneInString(p[1:])
+		return r, 1 + n, true
+	}
+	r, n := utf8.DecodeRuneInString(p)
+	return r, n, true
+}
+
+// inClass reports whether r is in the well-formed class c ("[...]").
+func inClass(c string, r rune) bool {
+	c = c[1 : len(c)-1]
+	negated := c[0] == '^'
+	if negated {
+		c = c[1:]
+	}
+	in := false
+	for len(c) > 0 {
+		lo, n, _ := classChar(c)
+		c = c[n:]
+		hi := lo
+		if len(c) > 0 && c[0] == '-' {
+			var m int
+			hi, m, _ = classChar(c[1:])
+			c = c[1+m:]
+		}
+		in = in || lo <= r && r <= hi
+	}
+	return in != negated
 }
 
 // String describes f as "allow [a b*]; deny [c]", leaving out an empty

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,8 +39,18 @@ func TestToolFilterAllows(t *testing.T) {
 		{ToolFilter{Allow: []string{"[rw]*"}}, "delete", false},
 		{ToolFilter{Allow: []string{`a\*`}}, "a*", true},
 		{ToolFilter{Allow: []string{`a\*`}}, "ab", false},
-		{ToolFilter{Allow: []string{"*"}}, "fs/read", false}, // '*' stops at '/', as in path.Match
+		{ToolFilter{Allow: []string{"*"}}, "fs/read", true}, // a name is a plain string: '*' does not stop at '/'
 		{ToolFilter{Allow: []string{"fs/*"}}, "fs/read", true},
+		{ToolFilter{Deny: []string{"delete*"}}, "delete/all", false},
+		{ToolFilter{Deny: []string{"delete?all"}}, "delete/all", false},
+		{ToolFilter{Deny: []string{"*/*"}}, "a/b/c", false},
+		{ToolFilter{Deny: []string{"[^a-z]*"}}, "/etc", false},
+		{ToolFilter{Deny: []string{"[!a-z]*"}}, "etc", false}, // '!' is a character of the class, as in path.Match
+		{ToolFilter{Allow: []string{"get_?"}}, "get_é", true}, // '?' is one character, not one byte
+		{ToolFilter{Allow: []string{"*a*b*c"}}, "xaxbxbxc", true},
+		{ToolFilter{Allow: []string{"*a*b*c"}}, "xaxbxbxcx", false},
+		{ToolFilter{Allow: []string{`[\]]x`}}, "]x", true},
+		{ToolFilter{Allow: []string{"[z-a]"}}, "m", false}, // a range out of order matches nothing, as in path.Match
 		{ToolFilter{Deny: []string{"delete_*"}}, "delete_repo", false},
 		{ToolFilter{Deny: []string{"delete_*"}}, "create_repo", true},
 		{ToolFilter{Allow: []string{"*_repo"}, Deny: []string{"delete_*"}}, "delete_repo", false}, // deny wins
@@ -47,6 +59,37 @@ func TestToolFilterAllows(t *testing.T) {
 	} {
 		if got := c.f.Allows(c.tool); got != c.want {
 			t.Errorf("%v allows %q: %v, want %v", c.f, c.tool, got, c.want)
+		}
+	}
+}
+
+// TestGlobAgreesWithPathMatch: on names without '/', where path.Match has
+// nothing special, the filters' globs match what path.Match matches, and
+// refuse the patterns it calls malformed.
+func TestGlobAgreesWithPathMatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "ab*?[]^!-\\é"
+	for range 200_000 {
+		p := make([]rune, rng.IntN(7))
+		for i := range p {
+			p[i] = []rune(alphabet)[rng.IntN(len([]rune(alphabet)))]
+		}
+		name := make([]rune, rng.IntN(6))
+		for i := range name {
+			name[i] = []rune("ab-]é")[rng.IntN(5)]
+		}
+		want, err := path.Match(string(p), string(name))
+		if _, perr := path.Match(string(p), ""); perr != nil {
+			err = perr // path.Match may stop before it finds the error
+		}
+		if gerr := checkGlob(string(p)); (gerr != nil) != (err != nil) {
+			t.Fatalf("pattern %q: checkGlob %v, path.Match %v", string(p), gerr, err)
+		}
+		if err != nil {
+			continue
+		}
+		if got := matchGlob(string(p), string(name)); got != want {
+			t.Fatalf("%q matches %q: %v, path.Match says %v", string(p), string(name), got, want)
 		}
 	}
 }
@@ -190,6 +233,25 @@ func TestToolFilterDeniedToolIsInvisibleAndUncallable(t *testing.T) {
 	// Not filtered, just not there: the plain ErrToolNotFound.
 	if _, err := m.Call(testCtx(t), "s__nope", nil); !errors.Is(err, ErrToolNotFound) || strings.Contains(err.Error(), "filtered") {
 		t.Fatalf("unknown tool: %v", err)
+	}
+}
+
+// A glob matches a tool name as a plain string: deny "delete*" hides
+// "delete/all" (path.Match stopped '*' at '/' and let it through), and a
+// call to it fails without reaching the server.
+func TestToolFilterGlobMatchesSlash(t *testing.T) {
+	fs := newFilterServer("read", "delete/all", "delete_one")
+	m := newTestManager(t)
+	mustAdd(t, m, "s", ServerSpec{Dialer: fs.dialer(), ToolFilter: ToolFilter{Deny: []string{"delete*"}}})
+	mustWait(t, m, "s", lifecycle.Connected)
+	if st, _ := m.Status("s"); st.Tools != 1 || st.FilteredTools != 2 {
+		t.Fatalf("status: %d tools, %d filtered; want 1 and 2", st.Tools, st.FilteredTools)
+	}
+	before := fs.requests()
+	_, err := m.CallTool(testCtx(t), "s", "delete/all", nil)
+	wantFiltered(t, err, "deny", "delete*")
+	if n := fs.requests(); n != before {
+		t.Fatalf("the server saw %d requests for a filtered call (%v)", n-before, fs)
 	}
 }
 

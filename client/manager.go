@@ -429,6 +429,7 @@ func (m *Manager) Close() error {
 	wg.Wait()
 	m.cancel()
 	m.wg.Wait()
+	m.tasks.release()
 	m.cache.close()
 	// Every child is reaped, so every entry is gone: this removes the file.
 	if err := m.registry.Close(); err != nil {

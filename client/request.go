@@ -22,6 +22,7 @@ type callOptions struct {
 	progress func(mcp.ProgressNotification) // WithProgress
 	task     bool                           // WithTask
 	taskTTL  time.Duration                  // WithTaskTTL
+	started  func(*Task)                    // WithTaskStarted
 }
 
 // applyCallOptions applies opts to a callOptions of its own: the options

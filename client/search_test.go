@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/toolsearch"
 )
 
@@ -93,4 +95,77 @@ func ExampleManager_NewToolSearch() {
 		fmt.Println(h.Qualified)
 	}
 	// Output: geo__route
+}
+
+// countingEmbedder embeds a text as its length and counts the texts.
+type countingEmbedder struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (e *countingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.texts = append(e.texts, texts...)
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t)), 1}
+	}
+	return out, nil
+}
+
+func (e *countingEmbedder) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.texts)
+}
+
+// A hybrid ToolSearch embeds the fleet's tools as they come, each text
+// once: a reconnect that brings the same tools embeds nothing, a tool
+// added by list_changed embeds its own text only.
+func TestToolSearchEmbedsChangedTools(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m := client.New()
+	defer m.Close()
+	e := &countingEmbedder{}
+	ts := m.NewToolSearch(toolsearch.WithHybrid(toolsearch.Hybrid{Embedder: e}))
+	defer ts.Close()
+	srv := searchServer("geo", "geocode", "route")
+	if err := m.Add(ctx, "geo", client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
+		t.Fatal(err)
+	}
+	embedded := func(n int) func(*toolsearch.Index) bool {
+		return func(x *toolsearch.Index) bool { return x.Len() == n && x.Pending() == 0 }
+	}
+	if err := ts.WaitUntil(ctx, embedded(2)); err != nil {
+		t.Fatalf("tools never embedded: %v", err)
+	}
+	if n := e.count(); n != 2 {
+		t.Fatalf("%d texts embedded for 2 tools", n)
+	}
+	if err := m.Reconnect(ctx, "geo"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WaitFor(ctx, "geo", lifecycle.Connected); err != nil {
+		t.Fatal(err)
+	}
+	srv.AddTool(mcp.NewTool("elevation", mcp.WithDescription("Height above sea level")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		})
+	if err := ts.WaitUntil(ctx, embedded(3)); err != nil {
+		t.Fatalf("added tool never embedded: %v", err)
+	}
+	if n := e.count(); n != 3 {
+		e.mu.Lock()
+		t.Fatalf("%d texts embedded, want 3 (a reconnect embeds nothing, a new tool its own text): %q", n, e.texts)
+	}
+	if err := ts.EmbedErr(); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := ts.SearchContext(ctx, toolsearch.Query{Text: "elevation", K: 1})
+	if err != nil || len(hits) != 1 || hits[0].Qualified != "geo__elevation" || hits[0].Similarity == 0 {
+		t.Fatalf("SearchContext: %+v %v", hits, err)
+	}
 }

@@ -36,7 +36,9 @@ func WithUser(id string) Option { return func(o *options) { o.user = id } }
 //   - the cooldown of each HTTP upstream, by its URL (without userinfo
 //     and query): a server one replica found down is backed off by all,
 //     one dial per backoff step for the whole set, and the replica that
-//     finds it back wakes the others;
+//     finds it back wakes the others; a refusal of the user's own
+//     credentials (401, 403, authorization needed) is the server up, and
+//     backs off only that user's dials;
 //   - the last good catalogs, by server identity (WithCatalogIdentity),
 //     unless WithCatalogCache keeps them in a file.
 //

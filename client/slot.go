@@ -12,6 +12,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/internal/machine"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
@@ -109,6 +110,10 @@ type slot struct {
 	startExit      string
 	legacy         bool // the server rejected 2026-07-28: dial the older handshake first
 	cached         bool // the published catalog came from the catalog cache
+	// rejoin is the session of the runtime lost to a fault, which the
+	// next dial goes on in if the server still knows it (session.go);
+	// nil when there is none, and once a dial settled it.
+	rejoin *mcphttp.Rejoin
 	// raw is the catalog the server last sent (or the cache gave), before
 	// the tool filter: what is published, filtered, while anything is.
 	// A filter change republishes it without asking the server.

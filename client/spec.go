@@ -137,8 +137,9 @@ type Dialer func(ctx context.Context) (transport.Conn, error)
 
 // dialer returns how to open a connection for one attempt, under the
 // slot's limits and with its authorizer (nil: none). legacy asks for the
-// initialize handshake, after a server rejected 2026-07-28.
-func (s ServerSpec) dialer(o *options, legacy bool, limits Limits, auth mcphttp.Authorizer) Dialer {
+// initialize handshake, after a server rejected 2026-07-28; rejoin, when
+// not nil, the session of a runtime lost to a fault, to go on in.
+func (s ServerSpec) dialer(o *options, legacy bool, limits Limits, auth mcphttp.Authorizer, rejoin *mcphttp.Rejoin) Dialer {
 	if o.dialOverride != nil {
 		if d := o.dialOverride(s); d != nil {
 			return d
@@ -159,6 +160,10 @@ func (s ServerSpec) dialer(o *options, legacy bool, limits Limits, auth mcphttp.
 			mcphttp.WithMaxMessageBytes(limits.MaxMessageBytes))
 		if legacy {
 			opts = append(opts, mcphttp.WithLegacyProtocol())
+		}
+		if rejoin != nil {
+			// Sessions are of the older protocol only.
+			opts = append(opts, mcphttp.WithLegacyProtocol(), mcphttp.WithRejoin(*rejoin))
 		}
 		if auth != nil {
 			opts = append(opts, mcphttp.WithAuthorizer(auth))

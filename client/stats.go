@@ -36,6 +36,13 @@ type ServerStats struct {
 	// that their requests ended with their answers (Streamable HTTP up to
 	// protocol 2025-11-25, with a server that keeps an event store).
 	Resumed uint64
+	// Reopened counts the times the HTTP notification stream broke off and
+	// was reopened in its session, the runtime going on (a network fault,
+	// a proxy's idle timeout). Rejoined counts the runtimes that went on
+	// in the session of the runtime before them, which the server still
+	// held after it could not be reached for a while: nothing the host
+	// asked of the session was sent again.
+	Reopened, Rejoined uint64
 
 	State   lifecycle.State
 	InState time.Duration // how long it has been in State
@@ -60,6 +67,7 @@ type slotStats struct {
 	dials, dialFailures atomic.Uint64
 	reconnects, retries atomic.Uint64
 	resumptions         atomic.Uint64
+	reopens, rejoins    atomic.Uint64
 	lastRecovery, worst atomic.Int64 // nanoseconds
 	lostAt              atomic.Int64 // unix nanoseconds when the last runtime was lost; 0 if connected
 }
@@ -107,6 +115,8 @@ func (m *Manager) Stats() Stats {
 		t.Reconnects += ss.Reconnects
 		t.Retries += ss.Retries
 		t.Resumed += ss.Resumed
+		t.Reopened += ss.Reopened
+		t.Rejoined += ss.Rejoined
 		t.LastRecovery = max(t.LastRecovery, ss.LastRecovery)
 		t.WorstRecovery = max(t.WorstRecovery, ss.WorstRecovery)
 		out.Servers = append(out.Servers, ss)
@@ -123,6 +133,8 @@ func (s *slot) stats(now time.Time) ServerStats {
 		Reconnects:    s.st.reconnects.Load(),
 		Retries:       s.st.retries.Load(),
 		Resumed:       s.st.resumptions.Load(),
+		Reopened:      s.st.reopens.Load(),
+		Rejoined:      s.st.rejoins.Load(),
 		LastRecovery:  time.Duration(s.st.lastRecovery.Load()),
 		WorstRecovery: time.Duration(s.st.worst.Load()),
 	}

@@ -53,7 +53,7 @@ func (dc *dialCounter) wrap(m *Manager) {
 		if spec.Stdio == nil {
 			return nil
 		}
-		inner := spec.dialer(&o, false, o.limits, nil)
+		inner := spec.dialer(&o, false, o.limits, nil, nil)
 		return func(ctx context.Context) (transport.Conn, error) {
 			dc.dials.Add(1)
 			n := dc.active.Add(1)

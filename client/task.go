@@ -114,6 +114,16 @@ type Task struct {
 	collected    bool       // a Wait returned the outcome, or Forget dropped the task
 	pollErrs     int        // polls in a row that failed with the server's error
 	waiting      bool       // a tasks/result waits on the server (2025-11-25, input_required)
+	// session is the session the task is bound to (the one it was started
+	// in, on a server with sessions), sessProto its protocol version and
+	// identity its endpoint's (sessionIdentity); session is "" for a task
+	// with none, and once the server no longer knew it (the task is then
+	// asked about in the runtime's own session).
+	session, sessProto, identity string
+
+	// watchers are the channels of Watch, guarded by mu; each gets what
+	// the task is after every change, and is closed with the outcome.
+	watchers map[*taskWatch]struct{}
 
 	// Guarded by the registry's mu (taskpoll.go).
 	next    time.Time // when the next poll is due
@@ -316,6 +326,99 @@ func WithTask() CallOption {
 	return func(o *callOptions) { o.task = true }
 }
 
+// WithTaskStarted hands the caller the handle of the task a call runs as
+// (WithTask, or a tool that requires a task) while the call waits for its
+// outcome: f is called once, on the calling goroutine, as soon as the
+// server accepted the task, before the call waits. With the handle the
+// host can watch the task (Task.Watch), cancel it (Task.Cancel), or keep
+// its id to find it again (Manager.Task), in this Manager or, with a
+// durable TaskStore, in the next one. f must not block: the call waits
+// for it. A call that does not run as a task never calls f; neither does a
+// task the server answered at once.
+func WithTaskStarted(f func(*Task)) CallOption {
+	return func(o *callOptions) { o.started = f }
+}
+
+// Task returns the handle of server's task id: one this Manager started,
+// or one its TaskStore held when it was made (a task of the Manager before
+// it). It fails with an error wrapping ErrUnknownTask when there is none:
+// the Manager never had it, or its outcome was collected (Task.Wait), or
+// it was forgotten.
+func (m *Manager) Task(server, id string) (*Task, error) {
+	if t := m.tasks.lookup(server, id); t != nil {
+		return t, nil
+	}
+	return nil, &ServerError{Server: server, Op: "task " + id, Err: ErrUnknownTask}
+}
+
+// Watch returns what the task is now, and a channel that receives what it
+// is after each change the Manager learns of (its status, its message, the
+// server's poll interval ...), in order, until its outcome is known: the
+// last value is then the terminal one, and the channel is closed. It is
+// the task's own view of what the Manager's event stream carries
+// (EventTaskCreated and the kinds after it).
+//
+// A watcher that falls behind loses intermediate values, never the
+// latest: the channel holds at most buffer values (at least 1), and the
+// oldest is dropped to make room, so a slow watcher never holds up the
+// task's polling. cancel stops the watch and closes the channel; it is
+// safe to call more than once. For a task that has ended, the channel is
+// closed at once.
+func (t *Task) Watch(buffer int) (now TaskInfo, changes <-chan TaskInfo, cancel func()) {
+	w := &taskWatch{ch: make(chan TaskInfo, max(buffer, 1))}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = t.infoLocked()
+	if t.finished {
+		close(w.ch)
+		return now, w.ch, func() {}
+	}
+	if t.watchers == nil {
+		t.watchers = map[*taskWatch]struct{}{}
+	}
+	t.watchers[w] = struct{}{}
+	return now, w.ch, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, ok := t.watchers[w]; ok {
+			delete(t.watchers, w)
+			close(w.ch)
+		}
+	}
+}
+
+// taskWatch is one Watch of a task.
+type taskWatch struct{ ch chan TaskInfo }
+
+// tellLocked hands every watcher what t is now, and closes them once t's
+// outcome is known. t.mu is held: the sends are ordered, and never meet a
+// close.
+func (t *Task) tellLocked() {
+	if len(t.watchers) == 0 {
+		return
+	}
+	info := t.infoLocked()
+	for w := range t.watchers {
+		for sent := false; !sent; {
+			select {
+			case w.ch <- info:
+				sent = true
+			default:
+				select {
+				case <-w.ch: // the oldest goes
+				default:
+				}
+			}
+		}
+		if t.finished {
+			close(w.ch)
+		}
+	}
+	if t.finished {
+		t.watchers = nil
+	}
+}
+
 // Tasks returns the handles the Manager holds, oldest first: the tasks
 // still running, and the ended ones whose outcome no Wait has collected
 // yet. A Manager made on a TaskStore holds the open tasks of the Manager
@@ -348,6 +451,9 @@ func (m *Manager) callAsTask(ctx context.Context, s *slot, req *Request, tool st
 	t, err := doOn(ctx, s, req, start, args, withoutTimeout(opts))
 	if err != nil {
 		return nil, err
+	}
+	if o.started != nil && t.id != "" {
+		o.started(t)
 	}
 	res, err := t.Wait(ctx)
 	if err != nil && ctx.Err() != nil && !t.Status().Terminal() {

@@ -37,6 +37,7 @@ type taskRegistry struct {
 	store       store.TaskStore
 	interval    time.Duration // when the server gives none
 	concurrency int           // polls per server at once
+	unlock      func() error  // releases the default store's lock; nil if none was taken
 
 	seq atomic.Uint64 // numbers the Manager's raw requests (rawCall)
 
@@ -67,9 +68,20 @@ func newTaskRegistry(m *Manager) *taskRegistry {
 		concurrency: m.opts.taskPollConcurrency,
 		tasks:       map[taskKey]*Task{}, servers: map[string]*serverPolls{}, wake: make(chan struct{}, 1)}
 	if r.store == nil {
-		r.store = defaultTaskStore(m)
+		r.store, r.unlock = defaultTaskStore(m)
 	}
 	return r
+}
+
+// release gives up the default task store's lock, once nothing of the
+// Manager's writes to the store any more.
+func (r *taskRegistry) release() {
+	if r.unlock == nil {
+		return
+	}
+	if err := r.unlock(); err != nil {
+		r.m.opts.logger.Warn("mcpfleet: task store: could not release its lock", "error", err)
+	}
 }
 
 // startLocked starts the polling goroutine if it is not running. r.mu is
@@ -346,6 +358,45 @@ func (r *taskRegistry) list() []*Task {
 		return out[i].id < out[j].id
 	})
 	return out
+}
+
+// boundTo reports whether an open task of server is bound to session id:
+// its session must outlive the runtime's close.
+func (r *taskRegistry) boundTo(server, id string) bool {
+	r.mu.Lock()
+	var mine []*Task
+	for k, t := range r.tasks {
+		if k.server == server {
+			mine = append(mine, t)
+		}
+	}
+	r.mu.Unlock()
+	for _, t := range mine {
+		t.mu.Lock()
+		bound := !t.finished && t.session == id
+		t.mu.Unlock()
+		if bound {
+			return true
+		}
+	}
+	return false
+}
+
+// pollServerSoon polls server's open tasks at once: what the server told
+// of them may have been lost (its notification stream broke).
+func (r *taskRegistry) pollServerSoon(server string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.m.opts.clock.Now()
+	for k, t := range r.tasks {
+		switch {
+		case k.server != server || t.parked:
+		case t.polling:
+			t.again = true
+		default:
+			r.scheduleLocked(t, now)
+		}
+	}
 }
 
 // lookup returns the open handle of server's task id.

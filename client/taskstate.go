@@ -22,14 +22,26 @@ import (
 
 // defaultTaskStore is the store of a Manager made without WithTaskStore:
 // a FileTaskStore in the user's cache directory, under the host's client
-// name, or, where there is none, a MemoryTaskStore.
-func defaultTaskStore(m *Manager) store.TaskStore {
+// name, locked for this Manager (store.FileTaskStore.Lock) until it
+// closes; unlock releases it. Where there is no cache directory, or the
+// store is locked by another Manager (another process of the host, or
+// another Manager of this one, with the same client name), the Manager
+// keeps its tasks in a MemoryTaskStore of its own, and says so: two
+// Managers on one store would both poll, and both deliver, the same tasks.
+func defaultTaskStore(m *Manager) (st store.TaskStore, unlock func() error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		m.opts.logger.Warn("mcpfleet: no user cache directory; open tasks are kept in memory only", "error", err)
-		return store.NewMemoryTaskStore()
+		return store.NewMemoryTaskStore(), nil
 	}
-	return store.NewFileTaskStore(filepath.Join(dir, "mcpfleet", "tasks", safeName(m.opts.clientInfo.Name)))
+	fs := store.NewFileTaskStore(filepath.Join(dir, "mcpfleet", "tasks", safeName(m.opts.clientInfo.Name)))
+	unlock, err = fs.Lock()
+	if err != nil {
+		m.opts.logger.Warn("mcpfleet: the default task store is not this Manager's; its open tasks are kept in memory only, and do not outlive it (give each Manager a store of its own with WithTaskStore, or a client name of its own)",
+			"error", err)
+		return store.NewMemoryTaskStore(), nil
+	}
+	return fs, unlock
 }
 
 // safeName makes name a file name: letters, digits, '.', '-' and '_' stay,
@@ -151,6 +163,9 @@ func (r *taskRegistry) update(t *Task, change func() bool, force EventKind, err 
 	}
 	t.mu.Lock()
 	changed := change()
+	if changed || t.finished {
+		t.tellLocked()
+	}
 	kind, due := force, force != noEvent
 	if !due && t.status != t.emitted && (!t.status.Terminal() || t.finished) {
 		kind, due = taskEventKind(t.status), true
@@ -278,6 +293,7 @@ func (t *Task) recordLocked() store.TaskRecord {
 		Server: t.server, TaskID: t.id, Tool: t.tool, Protocol: t.proto.String(),
 		Status: string(t.status), StatusMessage: t.message, Started: t.started, Created: t.created,
 		TTL: t.ttl, PollInterval: t.interval, RequestState: t.requestState,
+		SessionID: t.session, SessionProtocol: t.sessProto, ServerIdentity: t.identity,
 	}
 	for k := range t.answered {
 		r.Answered = append(r.Answered, k)
@@ -311,6 +327,7 @@ func (m *Manager) taskFromRecord(r store.TaskRecord) (*Task, bool) {
 	t := newTask(m, r.Server, r.Tool, r.TaskID, proto, r.Started)
 	t.status, t.message, t.created = st, r.StatusMessage, r.Created
 	t.ttl, t.interval, t.requestState = r.TTL, r.PollInterval, r.RequestState
+	t.session, t.sessProto, t.identity = r.SessionID, r.SessionProtocol, r.ServerIdentity
 	for _, k := range r.Answered {
 		t.answered[k] = true
 	}

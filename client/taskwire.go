@@ -14,6 +14,8 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpfleet/mcpfleet/transport"
 )
 
 // The wire forms of a task. Two generations of the protocol carry tasks,
@@ -448,7 +450,7 @@ func (r *taskRegistry) startSend(proto taskProto, ttl time.Duration) func(contex
 				return nil, err
 			}
 			if a.input == nil {
-				return r.started(s, tool, proto, a), nil
+				return r.started(s, c, tool, proto, a), nil
 			}
 			// 2026-07-28: the server asks for input before it takes the
 			// call (SEP-2322); the call goes again with the answers.
@@ -471,8 +473,9 @@ func (r *taskRegistry) startSend(proto taskProto, ttl time.Duration) func(contex
 // maxInputRounds bounds the rounds of input a tools/call may ask for.
 const maxInputRounds = 8
 
-// started makes the handle of what a task-augmented tools/call returned.
-func (r *taskRegistry) started(s *slot, tool string, proto taskProto, a *startAnswer) *Task {
+// started makes the handle of what a task-augmented tools/call on c
+// returned. The task is bound to c's session, if it has one.
+func (r *taskRegistry) started(s *slot, c *mcpclient.Client, tool string, proto taskProto, a *startAnswer) *Task {
 	now := r.m.opts.clock.Now()
 	if a.result != nil {
 		t := newTask(r.m, s.name, tool, "", proto, now)
@@ -486,8 +489,51 @@ func (r *taskRegistry) started(s *slot, tool string, proto taskProto, a *startAn
 	t := newTask(r.m, s.name, tool, w.ID, proto, now)
 	t.status, t.emitted, t.message, t.created = w.Status, w.Status, w.Message, w.Created
 	t.ttl, t.interval, t.requestState = w.TTL, w.PollInterval, w.RequestState
+	if id := c.GetSessionId(); id != "" {
+		t.session, t.sessProto, t.identity = id, c.ProtocolVersion(), sessionIdentity(s.config().spec)
+	}
 	r.add(t)
 	return t
+}
+
+// taskCall sends method about t on c as rawCall does, in the session t is
+// bound to when that is not c's own: a task an earlier runtime, or an
+// earlier Manager, started on a server that binds tasks to the session
+// that created them (the TypeScript SDK's servers do). When the server no
+// longer knows that session, the request goes again in c's own session: a
+// server that finds tasks by id alone still knows the task there, and one
+// that binds them says it does not, and the task is lost.
+func (r *taskRegistry) taskCall(ctx context.Context, s *slot, c *mcpclient.Client, t *Task, method string, params map[string]any, name string, ext bool) (json.RawMessage, error) {
+	bound := t.boundSession(s, c)
+	if bound == "" {
+		return r.rawCall(ctx, s, c, method, params, name, ext)
+	}
+	raw, err := r.rawCall(transport.WithSession(ctx, bound), s, c, method, params, name, ext)
+	if !errors.Is(err, transport.ErrSessionGone) {
+		return raw, err
+	}
+	r.m.opts.logger.Info("mcpfleet: the session a task was started in is gone; asking about it in the runtime's own",
+		"server", t.server, "task", t.id)
+	t.mu.Lock()
+	if t.session == bound {
+		t.session, t.sessProto = c.GetSessionId(), c.ProtocolVersion()
+	}
+	t.mu.Unlock()
+	r.saveLater(t)
+	return r.rawCall(ctx, s, c, method, params, name, ext)
+}
+
+// boundSession returns the session t is to be asked about in on c's
+// server: its own, when that is not c's and the server is the endpoint
+// that gave it; "" otherwise.
+func (t *Task) boundSession(s *slot, c *mcpclient.Client) string {
+	t.mu.Lock()
+	session, identity := t.session, t.identity
+	t.mu.Unlock()
+	if session == "" || session == c.GetSessionId() || identity != sessionIdentity(s.config().spec) {
+		return ""
+	}
+	return session
 }
 
 // get sends tasks/get for t through the request pipeline.
@@ -501,7 +547,7 @@ func (r *taskRegistry) get(ctx context.Context, s *slot, t *Task) (*wireTask, er
 			t.mu.Lock()
 			rs := t.requestState
 			t.mu.Unlock()
-			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksGet), taskParams(id, rs), id, t.proto == protoExt)
+			raw, err := r.taskCall(ctx, s, c, t, string(mcp.MethodTasksGet), taskParams(id, rs), id, t.proto == protoExt)
 			if err != nil {
 				return nil, err
 			}
@@ -550,7 +596,7 @@ func (r *taskRegistry) result(ctx context.Context, s *slot, t *Task, patient boo
 					defer context.AfterFunc(l.ctx, cancel)()
 				}
 			}
-			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksResult), taskParams(id, ""), id, false)
+			raw, err := r.taskCall(ctx, s, c, t, string(mcp.MethodTasksResult), taskParams(id, ""), id, false)
 			if err != nil {
 				return nil, err
 			}
@@ -621,7 +667,7 @@ func (t *Task) sendCancel(ctx context.Context, s *slot, c *mcpclient.Client, id 
 	rs := t.requestState
 	t.mu.Unlock()
 	r := t.m.tasks
-	raw, err := r.rawCall(ctx, s, c, string(mcp.MethodTasksCancel), taskParams(id, rs), id, t.proto == protoExt)
+	raw, err := r.taskCall(ctx, s, c, t, string(mcp.MethodTasksCancel), taskParams(id, rs), id, t.proto == protoExt)
 	if err != nil {
 		return struct{}{}, err
 	}

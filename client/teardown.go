@@ -35,6 +35,7 @@ func (s *slot) stopLocked(to lifecycle.State) *lease {
 	if l != nil {
 		s.closing.Add(1)
 	}
+	s.rejoin = nil // the host ends the session
 	s.nextRetry = time.Time{}
 	s.setStateLocked(to, nil)
 	return l
@@ -98,6 +99,7 @@ func (s *slot) closeLeaseIn(parent context.Context, l *lease) error {
 		waiting = func() { h(l) }
 	}
 	l.own.close(ctx, waiting)
+	s.keepBoundSession(l)
 	err := l.conn.Close(ctx)
 	if err != nil {
 		err = fmt.Errorf("close generation %d: %w", l.gen, err)

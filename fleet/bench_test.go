@@ -45,8 +45,9 @@ func heap() uint64 {
 //     then a call, which waits for the connect Get started in the
 //     background (ns/op: from Get to the call's answer);
 //   - NewUser: the same for a user whose catalogs are not cached (the
-//     template's servers marked per-user, and a user never seen): the
-//     tools show once the servers connect.
+//     template's servers per user, as their entries use ${user:token}
+//     and SharedCatalogs is not set, and a user never seen): the tools
+//     show once the servers connect.
 func BenchmarkPerUserScale(b *testing.B) {
 	ups := []*upstream{startUpstream(b), startUpstream(b), startUpstream(b)}
 	tmplJSON := `{"mcpServers": {`
@@ -63,8 +64,9 @@ func BenchmarkPerUserScale(b *testing.B) {
 	}
 	var closed atomic.Int64
 	shared := store.NewMemory()
+	// Every user's token gets the same tools: the catalogs are shared.
 	p, err := fleet.New(fleet.Config{Template: tmpl, Values: tokens, Shared: shared, MaxLive: scaleActive,
-		IdleTimeout: time.Hour, OnClose: func(string, fleet.Reason) { closed.Add(1) }})
+		IdleTimeout: time.Hour, OnClose: func(string, fleet.Reason) { closed.Add(1) }, SharedCatalogs: tmpl.Servers()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func BenchmarkPerUserScale(b *testing.B) {
 	})
 	b.Run("NewUser", func(b *testing.B) {
 		cold, err := fleet.New(fleet.Config{Template: tmpl, Values: tokens, MaxLive: scaleActive,
-			IdleTimeout: time.Hour, UserCatalogs: tmpl.Servers()})
+			IdleTimeout: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,6 +17,19 @@
 // module never logs or shows; a URL's path and a command's arguments are
 // shown in statuses and logs.
 //
+// A value is fitted to where it stands, by Template.Config, so that no
+// user's id or value reaches another user's place. In a URL it is
+// percent-encoded (all but letters, digits, "-", ".", "_" and "~"): a
+// user id "mallory/../alice" is one path segment, "mallory%2F..%2Falice",
+// and a value cannot add a query parameter; "." and ".." are refused in a
+// path, and in the host only letters, digits and "-" are allowed. In a
+// header value, control characters are refused; in an env value, NUL. In
+// every other field (a command, an argument, a directory, an envFile) a
+// value must be a name: not empty or ".", and without "/", "\", "..",
+// NUL or control characters; an argument may not start with a value
+// that starts with "-". A value that does not fit fails the user's Get,
+// naming the user, the server, the field and the variable.
+//
 // # What users share
 //
 // Every user's Manager is made with client.WithSharedState on one
@@ -29,10 +42,14 @@
 // with the ${user:…} variables as they are written, never a user's
 // value), so a user whose fleet is built again, or a new user, has the
 // servers' tools published before any connect, while the connects go on
-// in the background. A server whose address (its URL but for userinfo
-// and query; its command, arguments and directory) depends on the user
-// keeps its catalog per user, and so do the servers Config.UserCatalogs
-// names.
+// in the background. A server whose template entry uses a ${user:…}
+// variable anywhere (URL, headers, env, envFile, arguments, ...) or has an
+// oauth block keeps its catalog per user (Template.PerUser): what it shows
+// may be the user's own (a tool per case, a resource per document), and
+// another user must never see it. So do the servers Config.UserCatalogs
+// names (one that asks for OAuth without an oauth block in the template,
+// since its tokens are per user). Config.SharedCatalogs is the opt-in for
+// a server whose entry depends on the user but whose catalog does not.
 //
 // An idle user whose fleet was closed costs nothing in the pool: what
 // outlives the fleet is in the shared store (a token per OAuth server,

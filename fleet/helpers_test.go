@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,13 @@ import (
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envServeNotes) != "" {
+		serveNotes() // the test binary as a stdio server (notesCommand)
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // upstream is an mcp-go streamable HTTP server on 127.0.0.1 with one tool,
 // whoami, that answers with the Authorization header it got: what a

@@ -58,10 +58,23 @@ type Config struct {
 	// adds the user's own after them.
 	Options     []client.Option
 	UserOptions func(user string) []client.Option
-	// UserCatalogs names the servers whose tools depend on the user even
-	// though their address does not: their cached catalogs are kept per
-	// user, not shared.
+	// UserCatalogs names more servers whose tools depend on the user:
+	// their cached catalogs are kept per user, not shared. Those whose
+	// template entry uses a ${user:…} variable, in any field, or has an
+	// oauth block are so already (Template.PerUser); name here a server
+	// that asks for OAuth without an oauth block in the template, or
+	// that tells users apart some other way.
 	UserCatalogs []string
+	// SharedCatalogs names servers whose entry depends on the user
+	// (Template.PerUser) but whose tools, prompts and resources are the
+	// same for every user (a token in a header that every account
+	// answers with the same catalog): their catalogs are shared, so a
+	// new user's fleet shows them before its first connect. Naming a
+	// server that shows each user their own (a resource per document, a
+	// tool per project) shows one user's catalog to every other user.
+	// A name that is no server of the template, or that UserCatalogs
+	// names too, is an error of New.
+	SharedCatalogs []string
 	// TaskScope returns the scope of user's open tasks in Shared (see
 	// client.WithSharedTasks). Defaults to the user's id: a user's fleet
 	// is up in one process at a time. A host whose replicas may each hold
@@ -163,6 +176,14 @@ func New(cfg Config) (*Pool, error) {
 		return nil, fmt.Errorf("mcpfleet: fleet: the template uses ${user:…} variables %v and Config.Values is nil",
 			cfg.Template.Variables())
 	}
+	for _, name := range cfg.SharedCatalogs {
+		if _, ok := cfg.Template.identity[name]; !ok {
+			return nil, fmt.Errorf("mcpfleet: fleet: Config.SharedCatalogs: the template has no server %q", name)
+		}
+		if slices.Contains(cfg.UserCatalogs, name) {
+			return nil, fmt.Errorf("mcpfleet: fleet: server %q is in both Config.SharedCatalogs and Config.UserCatalogs", name)
+		}
+	}
 	p := &Pool{cfg: cfg, tmpl: cfg.Template, shared: cfg.Shared, clock: cfg.Clock, log: cfg.Logger,
 		private: map[string]bool{}, stop: make(chan struct{}), wake: make(chan struct{}, 1),
 		users: map[string]*entry{}, closing: map[string]chan struct{}{}, idle: list.New()}
@@ -183,6 +204,9 @@ func New(cfg Config) (*Pool, error) {
 	}
 	for name, per := range cfg.Template.perUser {
 		p.private[name] = per
+	}
+	for _, name := range cfg.SharedCatalogs {
+		p.private[name] = false
 	}
 	for _, name := range cfg.UserCatalogs {
 		p.private[name] = true

@@ -205,13 +205,15 @@ func TestEvictAndClose(t *testing.T) {
 
 // A user's tools show as soon as the user's fleet is built, before any
 // connect, from the catalog another user's fleet of the same template
-// left in the shared store; the connect goes on in the background.
+// left in the shared store, when the host says the server shows every
+// user the same (SharedCatalogs); the connect goes on in the background.
 func TestReturningUserSeesCachedToolsBeforeConnect(t *testing.T) {
 	u := startUpstream(t)
 	c := newCloses()
 	shared := store.NewMemory()
 	tmpl := tokenTemplate(t, u)
-	p := newPool(t, fleet.Config{Template: tmpl, Values: tokens, Shared: shared, OnClose: c.hook})
+	p := newPool(t, fleet.Config{Template: tmpl, Values: tokens, Shared: shared, OnClose: c.hook,
+		SharedCatalogs: []string{"api"}})
 	ctx := testCtx(t)
 	f := get(t, ctx, p, "alice")
 	whoami(t, ctx, f, "api")
@@ -248,25 +250,28 @@ func TestReturningUserSeesCachedToolsBeforeConnect(t *testing.T) {
 	}
 }
 
-// A server whose address depends on the user keeps its catalog per
-// user: another user's fleet does not show it.
-func TestUserAddressKeepsCatalogPerUser(t *testing.T) {
+// A server whose entry uses a ${user:…} variable keeps its catalog per
+// user, wherever the variable is (own: the URL's path; common: its
+// query), unless SharedCatalogs names it (common); a server whose entry
+// does not (plain) shares it.
+func TestUserEntryKeepsCatalogPerUser(t *testing.T) {
 	u := startUpstream(t)
 	c := newCloses()
 	tmpl := mustTemplate(t, `{"mcpServers": {"own": {"url": "`+u.srv.URL+`/${user:id}/mcp"},
-		"common": {"url": "`+u.srv.URL+`/mcp?key=${user:token}"}}}`)
-	p := newPool(t, fleet.Config{Template: tmpl, Values: tokens, OnClose: c.hook})
+		"common": {"url": "`+u.srv.URL+`/mcp?key=${user:token}"}, "plain": {"url": "`+u.srv.URL+`/mcp"}}}`)
+	p := newPool(t, fleet.Config{Template: tmpl, Values: tokens, OnClose: c.hook, SharedCatalogs: []string{"common"}})
 	ctx := testCtx(t)
 	f := get(t, ctx, p, "alice")
-	whoami(t, ctx, f, "own")
-	whoami(t, ctx, f, "common")
+	for _, server := range tmpl.Servers() {
+		whoami(t, ctx, f, server)
+	}
 	f.Release()
 	p.Evict("alice")
 	c.next(t, ctx)
 	u.Close()
 	f = get(t, ctx, p, "bob")
 	defer f.Release()
-	for server, want := range map[string]bool{"own": false, "common": true} {
+	for server, want := range map[string]bool{"own": false, "common": true, "plain": true} {
 		st, _ := f.Manager().Status(server)
 		if st.Cached != want {
 			t.Errorf("bob's %s: cached %v, want %v", server, st.Cached, want)
@@ -319,8 +324,8 @@ func TestTemplateErrors(t *testing.T) {
 	}{
 		{"missing", map[string]string{"token": secret}, []string{`template.json (user "alice")`, `server "a"`, `field "url"`,
 			"${user:path} has no value"}},
-		{"invalid in a URL", map[string]string{"path": "%zz" + secret, "token": secret}, []string{`(user "alice")`, `server "a"`,
-			"${user:path}"}},
+		{"a step up in a URL's path", map[string]string{"path": "..", "token": secret}, []string{`(user "alice")`, `server "a"`,
+			`field "url"`, "${user:path}", `may not be ".."`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPool(t, fleet.Config{Template: tmpl, Values: func(context.Context, string) (map[string]string, error) {

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -24,7 +23,7 @@ type Template struct {
 	servers   []string
 	vars      []string          // the ${user:NAME} names it uses, sorted
 	identity  map[string]string // server → its entry's identity
-	perUser   map[string]bool   // servers whose address depends on the user
+	perUser   map[string]bool   // servers whose entry uses a ${user:…} variable, or an oauth block
 	usesOther bool              // uses a variable other than ${user:id}
 }
 
@@ -34,32 +33,37 @@ type Template struct {
 // template is reported as ParseConfig reports it, naming the server and
 // the field, with each ${user:NAME} standing for a value: a value of the
 // user's own is checked when the user's fleet is built. A ${user:…} in a
-// number (a timeout, a port) is refused: the variables are for strings.
+// number (a timeout, a port) or in a URL's scheme is refused: the
+// variables are for strings. (An envFile is read here as well, with the
+// placeholder "u1-NAME" for each ${user:NAME}.)
 func ParseTemplate(data []byte, opts ...client.ConfigOption) (*Template, error) {
 	t := &Template{data: slices.Clone(data), opts: slices.Clone(opts),
 		identity: map[string]string{}, perUser: map[string]bool{}}
 	seen := map[string]bool{}
-	placeholder := func(prefix string) func(string) (string, bool) {
-		return func(name string) (string, bool) {
-			seen[name] = true
-			return prefix + name, true
+	placeholder := func(name string, at client.VariableUse) (string, error) {
+		seen[name] = true
+		if at.Server != "" {
+			t.perUser[at.Server] = true
 		}
+		// A value no rule refuses, to find the variables that stand where
+		// none may (a URL's scheme); the placeholder itself is kept as
+		// before, so that the entries' identities stay what they were.
+		if _, err := fit(userKind, name, "u1", at); err != nil {
+			return "", err
+		}
+		return "u1-" + name, nil
 	}
-	// Parsed twice, with two sets of placeholders: what differs between
-	// the two depends on the user.
-	a, err := client.ParseConfig(t.data, append(t.opts, client.WithVariables(userKind, placeholder("u1-")))...)
+	cfg, err := client.ParseConfig(t.data, append(t.opts, client.WithVariablesAt(userKind, placeholder))...)
 	if err != nil {
 		return nil, err
 	}
-	b, err := client.ParseConfig(t.data, append(t.opts, client.WithVariables(userKind, placeholder("u2-")))...)
-	if err != nil {
-		return nil, err
-	}
-	t.source = a.Source
-	for name, sc := range a.Servers {
+	t.source = cfg.Source
+	for name, sc := range cfg.Servers {
 		t.servers = append(t.servers, name)
 		t.identity[name] = sc.Identity()
-		t.perUser[name] = address(sc) != address(b.Servers[name])
+		// The user's tokens of an OAuth server are the user's own, and
+		// so may be what the server shows them.
+		t.perUser[name] = t.perUser[name] || sc.OAuth != nil
 	}
 	slices.Sort(t.servers)
 	for name := range seen {
@@ -70,24 +74,6 @@ func ParseTemplate(data []byte, opts ...client.ConfigOption) (*Template, error) 
 	return t, nil
 }
 
-// address is what names the server an entry reaches: the URL without its
-// userinfo and query (where credentials go), or the command, its
-// arguments and directory.
-func address(sc client.ServerConfig) string {
-	switch {
-	case sc.HTTP != nil:
-		u, err := url.Parse(sc.HTTP.URL)
-		if err != nil {
-			return "url\x00" + sc.HTTP.URL
-		}
-		u.User, u.RawQuery, u.Fragment = nil, "", ""
-		return "url\x00" + u.String()
-	case sc.Stdio != nil:
-		return "cmd\x00" + sc.Stdio.Command + "\x00" + strings.Join(sc.Stdio.Args, "\x00") + "\x00" + sc.Stdio.Dir
-	}
-	return ""
-}
-
 // Servers returns the names of the template's servers, sorted.
 func (t *Template) Servers() []string { return slices.Clone(t.servers) }
 
@@ -95,21 +81,33 @@ func (t *Template) Servers() []string { return slices.Clone(t.servers) }
 // uses, sorted: what the host's Values must answer (but id).
 func (t *Template) Variables() []string { return slices.Clone(t.vars) }
 
+// PerUser reports whether the template's entry server depends on the
+// user: it uses a ${user:…} variable in any field (its URL, headers, env,
+// envFile, arguments, ...), or has an oauth block. A Pool keeps the
+// catalogs of such a server per user unless Config.SharedCatalogs names
+// it.
+func (t *Template) PerUser(server string) bool { return t.perUser[server] }
+
 // Config returns the config of user's fleet: the template with every
-// ${user:NAME} replaced by values[NAME], and ${user:id} by user. Its
+// ${user:NAME} replaced by values[NAME], and ${user:id} by user, each
+// fitted to where it stands (see fit: percent-encoded in a URL, refused
+// in a command, an argument or a file path when it holds a path). Its
 // Source is the template's with the user ("template.json (user
-// "alice")"), and so are its errors: a variable values lacks is an error
-// naming the user, the server, the field and the variable; no error shows
-// a value.
+// "alice")"), and so are its errors: a variable values lacks, or a value
+// that does not fit its field, is an error naming the user, the server,
+// the field and the variable; no error shows a value.
 func (t *Template) Config(user string, values map[string]string) (*client.Config, error) {
-	lookup := func(name string) (string, bool) {
-		if name == "id" {
-			return user, true
-		}
+	lookup := func(name string, at client.VariableUse) (string, error) {
 		v, ok := values[name]
-		return v, ok
+		if name == "id" {
+			v, ok = user, true
+		}
+		if !ok {
+			return "", fmt.Errorf("${%s:%s} has no value", userKind, name)
+		}
+		return fit(userKind, name, v, at)
 	}
-	cfg, err := client.ParseConfig(t.data, append(t.opts, client.WithVariables(userKind, lookup),
+	cfg, err := client.ParseConfig(t.data, append(t.opts, client.WithVariablesAt(userKind, lookup),
 		client.WithSource(fmt.Sprintf("%s (user %q)", t.source, user)))...)
 	if err != nil {
 		return nil, scrub(err, user, values)

@@ -36,11 +36,7 @@
 // streamable HTTP (both protocol generations) behind the checks the MCP
 // specification asks of a local server (Origin, Host) and a bearer token
 // (CheckBind says where one is needed, and TLS with it). Both refuse a
-// message over the size limit with a JSON-RPC error and go on. A
-// ConfigWatcher re-applies a config file when it changes (one another user
-// could have written is refused: LoadConfig), and an Admin endpoint
-// answers the command line's status, tools, call, watch and auth for a
-// running gateway.
+// message over the size limit with a JSON-RPC error and go on.
 //
 // A Team serves a team from one endpoint: an OAuth 2.1 protected resource
 // (RFC 9728 metadata, 401 with the challenge, JWT access tokens validated
@@ -51,5 +47,7 @@
 // WithDropStaleTools. An Observer is told what the served side does
 // (github.com/mcpfleet/mcpfleet/otel records it as metrics).
 //
-// The command line that runs all of this is cmd/mcpfleet.
+// The command line that runs all of this is cmd/mcpfleet: following the
+// config file, and the admin endpoint its other commands use, are its own
+// (internal), since a host that embeds a gateway has its Manager at hand.
 package gateway

@@ -46,6 +46,8 @@ func Explain(qualified string, err error, now time.Time) string {
 	case errors.Is(err, client.ErrOutcomeUnknown):
 		msg = fmt.Sprintf("the connection to %s was lost while %s ran, so it may or may not have taken effect. "+
 			"Check its effect (with a read-only tool) before calling it again.", server, qualified)
+	case errors.Is(err, ErrNotAllowed):
+		msg = qualified + " may not be called here. Do not try it again; search for a tool that is allowed."
 	case errors.Is(err, client.ErrToolNotFound):
 		msg = fmt.Sprintf("there is no tool %s (it may have been removed or renamed). Search the tools again and call one that exists.", qualified)
 	case errors.Is(err, client.ErrNeedsAuthorization):

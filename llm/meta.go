@@ -3,7 +3,9 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -49,9 +51,11 @@ func WithMetaNames(search, call string) MetaOption {
 }
 
 // WithSearchDefaults sets what every search_tools query starts from: the
-// servers and the hints it keeps to (a host that lets its model use only
-// read-only tools sets Require: toolsearch.HintReadOnly). The model's own
-// text and limit fill in the rest.
+// servers and the hints it keeps to, and the tools it leaves out (a host
+// that lets its model use only read-only tools sets Require:
+// toolsearch.HintReadOnly). The model's own text and limit fill in the
+// rest. They bound calls as well as searches: call_tool, and a Run with
+// these MetaTools, refuse a tool the search would never offer (Allowed).
 func WithSearchDefaults(q toolsearch.Query) MetaOption {
 	return func(m *MetaTools) { m.defaults = q }
 }
@@ -160,8 +164,8 @@ func (m *MetaTools) Find(args map[string]any) ([]toolsearch.Hit, error) {
 
 // CallHandler returns the handler of call_tool: the called tool's result
 // as it is, or an isError result that explains a failure (Explain). Only
-// a tool the View holds can be called; the meta-tools cannot call
-// themselves.
+// a tool the View holds and the search could offer (Allowed) can be
+// called; the meta-tools cannot call themselves.
 func (m *MetaTools) CallHandler() func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error) {
 		name, _ := args["name"].(string)
@@ -175,6 +179,9 @@ func (m *MetaTools) CallHandler() func(ctx context.Context, args map[string]any)
 			}
 			callArgs = map[string]any{}
 		}
+		if err := m.Allowed(name); err != nil {
+			return ErrorResult(m.refusal(err)), nil
+		}
 		res, err := m.fleet.Call(ctx, name, callArgs)
 		if err != nil {
 			return ErrorResult(Explain(name, err, m.now())), nil
@@ -184,4 +191,73 @@ func (m *MetaTools) CallHandler() func(ctx context.Context, args map[string]any)
 		}
 		return res, nil
 	}
+}
+
+// ErrNotAllowed is the error of a call of a tool that the meta-tools'
+// search would never offer under its defaults (WithSearchDefaults): a tool
+// of another server, one without the required hints, or an excluded one.
+var ErrNotAllowed = errors.New("mcpfleet: llm: tool not allowed")
+
+// Allowed returns nil when the search could offer the tool qualified, and
+// otherwise an error wrapping ErrNotAllowed that says which default keeps
+// it out. The search answers, with the same filter it searches with, so
+// the two cannot disagree; a tool its index does not hold (yet) is not
+// allowed either. MetaTools without search defaults allow every tool.
+func (m *MetaTools) Allowed(qualified string) error {
+	d := m.defaults
+	if len(d.Servers) == 0 && d.Require == 0 && len(d.Exclude) == 0 {
+		return nil
+	}
+	if m.offers(qualified, d) {
+		return nil
+	}
+	var why string
+	switch {
+	case !m.offers(qualified, toolsearch.Query{}):
+		why = "it is not a tool " + m.names[0] + " offers"
+	case !m.offers(qualified, toolsearch.Query{Servers: d.Servers}):
+		why = "only the tools of server " + strings.Join(d.Servers, ", server ") + " may be called here"
+	case !m.offers(qualified, toolsearch.Query{Servers: d.Servers, Require: d.Require}):
+		why = "only tools that promise to be " + hintWords(d.Require) + " may be called here"
+	default:
+		why = "the host excluded it"
+	}
+	return fmt.Errorf("%w: %s is not allowed: %s", ErrNotAllowed, qualified, why)
+}
+
+// offers reports whether a search under q's filters finds the tool
+// qualified by its exact name.
+func (m *MetaTools) offers(qualified string, q toolsearch.Query) bool {
+	q.Text, q.Mode, q.K = qualified, toolsearch.ModeExact, -1
+	hits, err := m.search.Search(q)
+	if err != nil {
+		return false
+	}
+	for _, h := range hits {
+		if h.Qualified == qualified {
+			return true
+		}
+	}
+	return false
+}
+
+// refusal is the model's text for an error of Allowed.
+func (m *MetaTools) refusal(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrNotAllowed.Error()+": ") +
+		"; do not try it again. Use " + m.names[0] + " to find a tool that is allowed."
+}
+
+// hintWords names the promises of h, in words.
+func hintWords(h toolsearch.Hint) string {
+	var w []string
+	for _, x := range []struct {
+		h    toolsearch.Hint
+		word string
+	}{{toolsearch.HintReadOnly, "read-only"}, {toolsearch.HintNonDestructive, "non-destructive"},
+		{toolsearch.HintIdempotent, "idempotent"}, {toolsearch.HintClosedWorld, "closed-world"}} {
+		if h&x.h != 0 {
+			w = append(w, x.word)
+		}
+	}
+	return strings.Join(w, ", ")
 }

@@ -42,7 +42,11 @@ type RunOptions struct {
 	// 1 runs them one by one.
 	Parallel int
 	// Meta handles the meta-tools' names (search_tools, call_tool) when
-	// the host gave its model those instead of the catalog.
+	// the host gave its model those instead of the catalog. Then the
+	// model's tools came from the search (as call_tool names, tool
+	// references or a client tool search), and a call of any other name
+	// is held to what the search offers: a tool it would never offer
+	// fails with ErrNotAllowed (MetaTools.Allowed).
 	Meta *MetaTools
 	// Now is the clock for Explain; nil means time.Now.
 	Now func() time.Time
@@ -85,8 +89,13 @@ func call(ctx context.Context, f Fleet, c ToolCall, meta *MetaTools) (*mcp.CallT
 	if err != nil {
 		return ErrorResult(fmt.Sprintf("the arguments of %s are not a JSON object (%v); call it again with an object that matches its schema.", c.Name, err)), nil
 	}
-	if meta != nil && meta.Has(c.Name) {
-		return meta.Handle(ctx, c.Name, args)
+	if meta != nil {
+		if meta.Has(c.Name) {
+			return meta.Handle(ctx, c.Name, args)
+		}
+		if err := meta.Allowed(c.Name); err != nil {
+			return nil, err
+		}
 	}
 	res, err := f.Call(ctx, c.Name, args)
 	if err == nil && res == nil {

@@ -19,6 +19,11 @@ var (
 	// a record written under a newer lease (a larger fence), and keeps it.
 	// See Leases.
 	ErrFenced = errors.New("fenced off: the record was written under a newer lease")
+	// ErrLocked: a FileTaskStore is locked by another holder (another
+	// Manager, in this process or another): two Managers on one task store
+	// would both poll, and both deliver, the same tasks. See
+	// FileTaskStore.Lock.
+	ErrLocked = errors.New("in use by another Manager")
 )
 
 // Error is the error of every store operation, of every implementation:

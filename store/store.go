@@ -67,6 +67,17 @@ type TaskRecord struct {
 	// Answered lists the keys of the server's input requests the host
 	// already answered, so that a new Manager does not ask the user again.
 	Answered []string `json:"answered,omitempty"`
+	// SessionID is the session the task was started in, on a server whose
+	// sessions keep state (Streamable HTTP up to protocol 2025-11-25): a
+	// server may bind a task to the session that created it, so a later
+	// runtime, or a later Manager, asks about the task in that session.
+	// SessionProtocol is the protocol version the session was negotiated
+	// on, and ServerIdentity names the endpoint that gave the session (a
+	// digest of its URL): the id is sent to that endpoint only. All three
+	// are empty for a task started without a session.
+	SessionID       string `json:"sessionId,omitempty"`
+	SessionProtocol string `json:"sessionProtocol,omitempty"`
+	ServerIdentity  string `json:"serverIdentity,omitempty"`
 	// Result is the outcome of a finished task that the host has not
 	// collected yet: the tool's result (a CallToolResult as JSON) for a
 	// completed task. Error is the error of a failed or lost one.

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -143,5 +144,35 @@ func TestFileTaskStoreUntrustedDir(t *testing.T) {
 	}
 	if err := s.SaveTask(t.Context(), record("github", "t-2")); !errors.Is(err, ErrUntrusted) {
 		t.Fatalf("save: %v", err)
+	}
+}
+
+// A FileTaskStore's lock is one holder's at a time, in one process too;
+// the refusal names the store and the holder; released, it is free again.
+func TestFileTaskStoreLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tasks")
+	a, b := NewFileTaskStore(dir), NewFileTaskStore(dir)
+	release, err := a.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Lock()
+	var se *Error
+	if !errors.Is(err, ErrLocked) || !errors.As(err, &se) || !strings.Contains(err.Error(), dir) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("process %d", os.Getpid())) {
+		t.Fatalf("second Lock: %v, want ErrLocked naming %s and this process", err, dir)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := release(); err != nil {
+		t.Fatalf("second release: %v", err)
+	}
+	again, err := b.Lock()
+	if err != nil {
+		t.Fatalf("Lock after release: %v", err)
+	}
+	if err := again(); err != nil {
+		t.Fatal(err)
 	}
 }

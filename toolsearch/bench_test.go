@@ -93,3 +93,37 @@ func BenchmarkSync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPutOneServer is BenchmarkApplyOneServer for an index filled by
+// Put: one 10-tool server flips between two versions of its tools in
+// indexes of 100 and 10,000 servers. Put costs the server's tools, so the
+// two should match.
+func BenchmarkPutOneServer(b *testing.B) {
+	servers, err := toolcorpus.Servers()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tools []mcp.Tool
+	for _, s := range servers {
+		tools = append(tools, s.Tools...)
+	}
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
+			x := toolsearch.New()
+			for i := range n {
+				start := (i * 10) % (len(tools) - 10)
+				if err := x.Put(fmt.Sprintf("s%05d", i), tools[start:start+10]...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			versions := [2][]mcp.Tool{tools[0:10], tools[10:20]}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if err := x.Put("s00000", versions[i%2]...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

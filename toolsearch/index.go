@@ -33,7 +33,7 @@ type Weights struct {
 // DefaultWeights rank a word in the tool's name highest, then its title,
 // description and parameter names; the server's name and parameter
 // descriptions count least. They were tuned on testdata/toolcorpus.
-var DefaultWeights = Weights{Name: 3, Server: 1.5, Title: 2, Description: 1, Params: 0.7, ParamDescriptions: 0.4}
+var DefaultWeights = Weights{Name: 2, Server: 3, Title: 2, Description: 0.5, Params: 0.3, ParamDescriptions: 0.15}
 
 func (w Weights) array() [numFields]float32 {
 	return [numFields]float32{float32(w.Name), float32(w.Server), float32(w.Title),
@@ -43,7 +43,7 @@ func (w Weights) array() [numFields]float32 {
 // Default BM25 parameters: K1 saturates repeated words, B normalizes by
 // field length.
 const (
-	DefaultK1 = 1.2
+	DefaultK1 = 0.8
 	DefaultB  = 0.75
 )
 
@@ -58,27 +58,71 @@ func WithBM25(k1, b float64) Option {
 	return func(x *Index) { x.k1, x.b = float32(k1), float32(b) }
 }
 
+// WithVocabulary sets the index's synonyms, abbreviations and stop words
+// to a copy of v. Defaults to DefaultVocabulary.
+func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.compile() } }
+
+// DefaultMinMatch is the Match under which a hit is weak, for an index
+// that sets none. It was calibrated on the tuning half of
+// testdata/toolcorpus: the requests no tool does against the ones a tool
+// does (see the package doc).
+const DefaultMinMatch = 0.06
+
+// DefaultUnseenWeight is how much a query word that no tool holds (even
+// if a synonym or a related word of it is held) counts in the query's best
+// possible score, in multiples of the weight of the rarest word a tool
+// holds: a request for
+// what the fleet lacks ("book a flight", "order a pizza") is made of such
+// words. A value the query carries ("Carol", "issue 55", "config.yaml")
+// does not count. Calibrated with DefaultMinMatch.
+const DefaultUnseenWeight = 3
+
+// WithMinMatch sets the Match under which a hit is weak (and a query with
+// Abstain gets no hit). Defaults to DefaultMinMatch.
+func WithMinMatch(m float64) Option { return func(x *Index) { x.minMatch = m } }
+
 // Index is a search index over the tools of a fleet. It is safe for
 // concurrent use: searches run in parallel and wait only for an update in
 // progress, which holds the index for the tools it changes. The zero Index
 // is not ready; use New.
 type Index struct {
 	// Set by New, read-only.
-	weights [numFields]float32
-	k1, b   float32
+	weights  [numFields]float32
+	k1, b    float32
+	minMatch float64
+	unseen   float32
+	// synonymWeight is SynonymWeight, a field so that tuning can vary it.
+	synonymWeight float32
+	// lexWeights weigh the lexicon's relations, a field so that tuning
+	// can vary them.
+	lexWeights lexWeights
+	// relatedMaxDF is the share of tools above which a word the lexicon
+	// relates to a query word is left out (never under relatedMinDF
+	// tools), and relatedMax the most of them a query word keeps, by
+	// weighted idf: what the lexicon costs a search.
+	relatedMaxDF float32
+	relatedMax   int
+	hybrid       *Hybrid // nil: words alone
+
+	embedMu sync.Mutex // serializes Embed calls; taken before mu
 
 	mu sync.RWMutex
 	// Guarded by mu.
-	docs      []doc            // by doc id; a free slot has no name
-	free      []int32          // free doc ids
-	byName    map[string]int32 // qualified name -> doc id
-	termID    map[string]int32 // term -> term id
-	terms     []string         // by term id; "" when free
-	postings  [][]posting      // by term id
+	voc       *vocab              // immutable; SetVocabulary swaps it
+	docs      []doc               // by doc id; a free slot has no name
+	lens      [][numFields]uint16 // by doc id, the docs' lens: dense, for the ranking's inner loop
+	free      []int32             // free doc ids
+	byName    map[string]int32    // qualified name -> doc id
+	termID    map[string]int32    // term -> term id
+	terms     []string            // by term id; "" when free
+	postings  [][]posting         // by term id
 	freeTerms []int32
-	lenSum    [numFields]int64 // sum of field lengths over live docs
-	mark      uint32           // Sync's sweep mark
-	version   uint64           // View version of the last Sync or Apply
+	lenSum    [numFields]int64       // sum of field lengths over live docs
+	mark      uint32                 // Sync's sweep mark
+	version   uint64                 // View version of the last Sync or Apply
+	follows   bool                   // Sync or Apply filled the index
+	own       *own                   // the servers Put gave; nil until the first Put
+	vectors   map[[32]byte][]float32 // with a Hybrid: vectors by text hash
 }
 
 // doc is one indexed tool.
@@ -91,6 +135,10 @@ type doc struct {
 	mark      uint32
 	lens      [numFields]uint16
 	terms     []docTerm // sorted by term id
+	// With a Hybrid: the hash of the text embedded of the tool, and its
+	// vector (nil until Embed made it).
+	textHash [32]byte
+	vec      []float32
 }
 
 // docTerm points at the doc's entry in one posting list, so that removing
@@ -109,8 +157,9 @@ type posting struct {
 // New returns an empty Index.
 func New(opts ...Option) *Index {
 	x := &Index{
-		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB,
-		byName: map[string]int32{}, termID: map[string]int32{},
+		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
+		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights, relatedMaxDF: 0.01, relatedMax: 5,
+		byName: map[string]int32{}, termID: map[string]int32{}, vectors: map[[32]byte][]float32{},
 	}
 	for _, o := range opts {
 		o(x)
@@ -136,10 +185,33 @@ func (x *Index) Version() uint64 {
 // v has is (re)indexed unless the index already holds that very tool, a
 // name it lacks is removed. It costs the names given, not the fleet: hand
 // it the names of a catalog event's Diff (see Touched) and the View read
-// after the event.
+// after the event. Apply, like Sync, makes the index follow a View: what
+// Put gave it goes, and Put is refused from then on.
 func (x *Index) Apply(v *snapshot.View, names ...string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.followLocked()
+	x.applyLocked(v, names)
+}
+
+// followLocked makes the index follow a View from now on: the servers Put
+// gave it go.
+func (x *Index) followLocked() {
+	if x.follows {
+		return
+	}
+	x.follows = true
+	if x.own != nil {
+		for id := range x.docs {
+			if x.docs[id].qualified != "" {
+				x.removeLocked(int32(id))
+			}
+		}
+		x.own = nil
+	}
+}
+
+func (x *Index) applyLocked(v *snapshot.View, names []string) {
 	for _, name := range names {
 		t, ok := v.Tool(name)
 		id, held := x.byName[name]
@@ -177,6 +249,7 @@ func Touched(d snapshot.Diff) []string {
 func (x *Index) Sync(v *snapshot.View) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.followLocked()
 	x.mark++
 	hashes := map[string]string{}
 	for i := range v.NumTools() {
@@ -208,6 +281,25 @@ func (x *Index) Sync(v *snapshot.View) {
 	x.version = v.Version()
 }
 
+// SetVocabulary changes the index's vocabulary to a copy of v and indexes
+// every tool again with it: it costs what a first Sync of the same tools
+// costs, and searches wait for it.
+func (x *Index) SetVocabulary(v *Vocabulary) {
+	voc := v.compile()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.voc = voc
+	for id := range x.docs {
+		d := x.docs[id]
+		if d.qualified == "" {
+			continue
+		}
+		x.removeLocked(int32(id))
+		nid := x.addLocked(d.tool, d.hash)
+		x.docs[nid].mark = d.mark
+	}
+}
+
 func catalogHash(v *snapshot.View, server string) string {
 	c, _ := v.Catalog(server)
 	return c.Hash()
@@ -221,9 +313,14 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 	} else {
 		id = int32(len(x.docs))
 		x.docs = append(x.docs, doc{})
+		x.lens = append(x.lens, [numFields]uint16{})
 	}
 	def := t.Definition()
 	d := doc{tool: t, qualified: t.Qualified(), server: t.Server(), hash: hash, hints: hintsOf(def.Annotations), mark: x.mark}
+	if x.hybrid != nil {
+		d.textHash = textHash(embedText(d.server, def))
+		d.vec = x.vectors[d.textHash]
+	}
 	counts := map[string]*[numFields]uint8{}
 	add := func(f field) func(string) {
 		return func(term string) {
@@ -240,19 +337,20 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 			}
 		}
 	}
-	tokens(def.Name, add(fieldName))
+	voc := x.voc
+	voc.tokens(def.Name, add(fieldName))
 	prefix := d.server
 	if p, ok := cutSuffix(d.qualified, def.Name); ok && p != "" {
 		prefix = p
 	}
-	tokens(prefix, add(fieldServer))
+	voc.tokens(prefix, add(fieldServer))
 	title := def.Title
 	if title == "" {
 		title = def.Annotations.Title
 	}
-	tokens(title, add(fieldTitle))
-	tokens(def.Description, add(fieldDesc))
-	walkParams(paramSchema(def), 0, add(fieldParam), add(fieldParamDesc))
+	voc.tokens(title, add(fieldTitle))
+	voc.tokens(def.Description, add(fieldDesc))
+	voc.walkParams(paramSchema(def), 0, add(fieldParam), add(fieldParamDesc))
 
 	d.terms = make([]docTerm, 0, len(counts))
 	for term, c := range counts {
@@ -275,6 +373,7 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 	for f := range numFields {
 		x.lenSum[f] += int64(d.lens[f])
 	}
+	x.lens[id] = d.lens
 	x.docs[id] = d
 	x.byName[d.qualified] = id
 	return id
@@ -307,6 +406,7 @@ func (x *Index) removeLocked(id int32) {
 	for f := range numFields {
 		x.lenSum[f] -= int64(d.lens[f])
 	}
+	x.lens[id] = [numFields]uint16{}
 	delete(x.byName, d.qualified)
 	*d = doc{}
 	x.free = append(x.free, id)
@@ -350,7 +450,7 @@ func paramSchema(t mcp.Tool) map[string]any {
 
 // walkParams feeds the names and descriptions of a schema's properties,
 // nested ones too (objects, array items), to name and desc.
-func walkParams(schema map[string]any, depth int, name, desc func(string)) {
+func (v *vocab) walkParams(schema map[string]any, depth int, name, desc func(string)) {
 	if depth > 3 {
 		return
 	}
@@ -361,14 +461,14 @@ func walkParams(schema map[string]any, depth int, name, desc func(string)) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		tokens(k, name)
+		v.tokens(k, name)
 		p, _ := props[k].(map[string]any)
 		if s, ok := p["description"].(string); ok {
-			tokens(s, desc)
+			v.tokens(s, desc)
 		}
-		walkParams(p, depth+1, name, desc)
+		v.walkParams(p, depth+1, name, desc)
 		if items, ok := p["items"].(map[string]any); ok {
-			walkParams(items, depth+1, name, desc)
+			v.walkParams(items, depth+1, name, desc)
 		}
 	}
 }

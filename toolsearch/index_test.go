@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -86,7 +87,7 @@ func TestTokens(t *testing.T) {
 		"k8s pods in a namespace":    "kubernet pod namespac",
 	} {
 		var got []string
-		tokens(in, func(s string) { got = append(got, s) })
+		defaultVocab().tokens(in, func(s string) { got = append(got, s) })
 		if g := strings.Join(got, " "); g != want {
 			t.Errorf("tokens(%q) = %q, want %q", in, g, want)
 		}
@@ -124,7 +125,7 @@ func TestSearchRanksByPurpose(t *testing.T) {
 		"show me the contents of a file":  "fs__read_file",
 		"rename a directory":              "fs__move_file",
 		"report a bug in the repo":        "gh__create_issue",
-		"show the open issues":            "gh__list_issues",
+		"list the open issues":            "gh__list_issues",
 		"overwrite config with new stuff": "fs__write_file",
 	} {
 		hits := mustSearch(t, x, Query{Text: q, K: 1})
@@ -140,10 +141,13 @@ func TestSearchRanksByPurpose(t *testing.T) {
 		!slices.Equal(got, []string{"fs__read_file", "fs__move_file"}) {
 		t.Errorf("non-destructive file tools: %v", got)
 	}
-	if got := mustSearch(t, x, Query{Text: "create", K: -1, Servers: []string{"fs"}}); len(got) != 1 || got[0].Qualified != "fs__write_file" {
+	// The lexicon relates "create" to "move" (a general verb above one
+	// of its senses), so move_file matches too, below write_file.
+	if got := mustSearch(t, x, Query{Text: "create", K: -1, Servers: []string{"fs"}}); len(got) == 0 || got[0].Qualified != "fs__write_file" ||
+		slices.ContainsFunc(got, func(h Hit) bool { return h.Tool.Server() != "fs" }) {
 		t.Errorf("create on fs: %v", names(got))
 	}
-	if got := names(mustSearch(t, x, Query{Text: "create", K: -1, Exclude: []string{"fs__write_file"}, Servers: []string{"fs"}})); len(got) != 0 {
+	if got := names(mustSearch(t, x, Query{Text: "create", K: -1, Exclude: []string{"fs__write_file"}, Servers: []string{"fs"}})); slices.Contains(got, "fs__write_file") {
 		t.Errorf("excluded tool found: %v", got)
 	}
 	// Name modes.
@@ -161,6 +165,83 @@ func TestSearchRanksByPurpose(t *testing.T) {
 	}
 	if hits := mustSearch(t, x, Query{Text: "the of and"}); len(hits) != 0 {
 		t.Errorf("stop words matched %v", names(hits))
+	}
+}
+
+// A host's vocabulary changes what a query finds: its synonyms, its
+// abbreviations and its stop words, in the index it gives them to and in
+// no other; SetVocabulary indexes the tools again with new words.
+func TestHostVocabulary(t *testing.T) {
+	f := newFleet()
+	f.publish(t, "gh",
+		tool("create_issue", "Create a new issue in a GitHub repository"),
+		tool("list_issues", "List issues in a GitHub repository with filtering options"),
+	)
+	f.publish(t, "infra", tool("plan", "Show the changes Terraform would make to the infrastructure"))
+	top := func(x *Index, q string) string {
+		t.Helper()
+		hits := mustSearch(t, x, Query{Text: q, K: 1})
+		if len(hits) == 0 {
+			return ""
+		}
+		return hits[0].Qualified
+	}
+	plain := New()
+	plain.Sync(f.view())
+	if got := top(plain, "display the open issues"); got == "gh__list_issues" {
+		t.Fatalf("the built-in vocabulary already reads display as list")
+	}
+
+	v := DefaultVocabulary()
+	if err := v.AddSynonyms("list", "display"); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.AddAbbreviation("TF", "terraform"); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.AddStopWords("issues"); err != nil {
+		t.Fatal(err)
+	}
+	host := New(WithVocabulary(v))
+	host.Sync(f.view())
+	// The index took a copy: changing v now changes nothing.
+	v.RemoveSynonyms("display")
+	if got := top(host, "display the open issues"); got != "gh__list_issues" {
+		t.Errorf("with list = display: %q", got)
+	}
+	if got := top(host, "tf"); got != "infra__plan" {
+		t.Errorf("with tf = terraform: %q", got)
+	}
+	if got := top(host, "issues"); got != "" {
+		t.Errorf("issues is a stop word and found %q", got)
+	}
+	if got := top(plain, "display the open issues"); got == "gh__list_issues" {
+		t.Errorf("another index's vocabulary changed this one")
+	}
+
+	// Words back out, and every tool is read again.
+	v.RemoveStopWords("issues")
+	v.RemoveAbbreviation("tf")
+	host.SetVocabulary(v)
+	if got := top(host, "issues"); got == "" {
+		t.Errorf("issues is a stop word again after SetVocabulary")
+	}
+	if got := top(host, "display the open issues"); got == "gh__list_issues" {
+		t.Errorf("display is still a synonym after SetVocabulary")
+	}
+	if got := top(host, "tf"); got != "" {
+		t.Errorf("tf is still terraform after SetVocabulary: %q", got)
+	}
+	if host.Len() != 3 {
+		t.Errorf("after SetVocabulary: %d tools, want 3", host.Len())
+	}
+
+	// Words that are not one word are refused, naming the word.
+	for _, err := range []error{v.AddSynonyms("sea level", "elevation"), v.AddSynonyms("alone"),
+		v.AddAbbreviation("k 8", "kubernetes"), v.AddAbbreviation("k8s", " "), v.AddStopWords("")} {
+		if !errors.Is(err, ErrVocabulary) {
+			t.Errorf("got %v, want ErrVocabulary", err)
+		}
 	}
 }
 

@@ -97,6 +97,51 @@ type Resumer interface {
 	OnResume(f func())
 }
 
+// SessionKeeper is a Conn whose server keeps state for it between
+// requests in a session (Streamable HTTP up to protocol 2025-11-25, the
+// Mcp-Session-Id): its tasks, resource subscriptions, logging level,
+// pending requests. The session outlives a broken TCP connection; the
+// Conn ends it (HTTP DELETE) only when it is closed without KeepSession,
+// and never after it failed. transport/http's Conn implements it.
+type SessionKeeper interface {
+	// SessionID returns the session's id; "" when the connection has no
+	// session (2026-07-28, legacy SSE, a server that gives none).
+	SessionID() string
+	// Rejoined reports whether the connection went on in the session of
+	// an earlier one (transport/http's WithRejoin) instead of starting
+	// one: the server still holds what the host asked of that session.
+	Rejoined() bool
+	// KeepSession makes Close leave the session open on the server, for a
+	// later connection to rejoin: the Manager calls it when it closes a
+	// runtime to recover from a fault, and when a task is still bound to
+	// the session. It is safe to call at any time, more than once.
+	KeepSession()
+	// OnStreamReopen sets f to be called each time the connection reopened
+	// its notification stream in the session after a break: what the
+	// server sent meanwhile may be lost, so the Manager refetches the
+	// lists and polls the tasks. f must be quick and must not block; it
+	// is set before the transport starts.
+	OnStreamReopen(f func())
+}
+
+type sessionKey struct{}
+
+// WithSession returns ctx for a request to go out in the session id rather
+// than in its connection's own: a poll of a task that an earlier
+// connection started, on a server that binds tasks to the session that
+// created them. A Conn that keeps no sessions ignores it. When the server
+// no longer knows id, the request fails with an error wrapping
+// ErrSessionGone, and the connection's own session is not affected.
+func WithSession(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, sessionKey{}, id)
+}
+
+// SessionOf returns the session id WithSession put in ctx; "" if none.
+func SessionOf(ctx context.Context) string {
+	id, _ := ctx.Value(sessionKey{}).(string)
+	return id
+}
+
 // Errors shared by every transport. Their messages carry no prefix: the
 // typed error around them (a *stdio.Error, an *http.Error) names the
 // transport, and the client's *ServerError the module.
@@ -120,4 +165,13 @@ var (
 	// failure for a mistake in its configuration and stops retrying at
 	// once (it keeps a slow probe); after, for an outage like any other.
 	ErrMisconfigured = errors.New("misconfigured")
+
+	// ErrSessionGone is wrapped by the error of a request sent in a session
+	// named with WithSession that the server no longer knows (HTTP 404, or
+	// 400 about the session): it restarted, the session expired, or a host
+	// ended it. The server did not run the request. A Conn's Err, or a
+	// dial's error, wraps it too when the server's session is gone with
+	// its process: it refused connections (nothing listened on its port),
+	// so whatever answers there later is a new process.
+	ErrSessionGone = errors.New("session gone")
 )

@@ -62,7 +62,7 @@ func TestAuth(t *testing.T) {
 		"desk": map[string]any{"url": srv.URL(), "oauth": map[string]any{"callbackPort": freePort(t)}},
 		"lab":  map[string]any{"url": srv.URL(), "oauth": map[string]any{"callbackPort": freePort(t)}},
 	})
-	code, out, errOut := c.run("status")
+	code, out, errOut := c.run("status", "--wait", "2m")
 	if code != exitOK || !strings.Contains(out, "NeedsAuthorization") || !strings.Contains(out, "authorize: mcpfleet auth desk") {
 		t.Fatalf("status before: %d\n%s%s", code, out, errOut)
 	}

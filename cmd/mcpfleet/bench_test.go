@@ -123,7 +123,7 @@ func BenchmarkStatus1000(b *testing.B) {
 	b.Run("impl=inprocess", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if code, out, errOut := c.run("status"); code != exitOK || strings.Count(out, "\n") != 1001 {
+			if code, out, errOut := c.run("status"); code != exitOK || strings.Count(out, "\n") != 1002 {
 				b.Fatalf("%d %d lines %s", code, strings.Count(out, "\n"), errOut)
 			}
 		}
@@ -131,7 +131,7 @@ func BenchmarkStatus1000(b *testing.B) {
 	b.Run("impl=process", func(b *testing.B) {
 		for b.Loop() {
 			out, err := c.command("status").Output()
-			if err != nil || bytes.Count(out, []byte("\n")) != 1001 {
+			if err != nil || bytes.Count(out, []byte("\n")) != 1002 {
 				b.Fatalf("%v %d lines", err, bytes.Count(out, []byte("\n")))
 			}
 		}

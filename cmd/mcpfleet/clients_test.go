@@ -14,12 +14,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
@@ -101,12 +102,30 @@ func (u *upstreams) killStdio(t *testing.T) {
 	}
 }
 
+// workCtx is the context of the target's work: the work is bounded by
+// rounds of faults (and each call by the gateway's own timeouts), not by
+// time, so it ends only shortly before the test binary's deadline
+// (go test -timeout), or after 10 minutes without one. A shared two-minute
+// context ran out on a loaded machine for the Inspector CLI over stdio,
+// which starts a node process and a whole serve per request: slow there,
+// never wrong.
+func workCtx(t *testing.T) context.Context {
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * time.Minute)
+	} else {
+		deadline = deadline.Add(-max(30*time.Second, time.Until(deadline)/20)) // time to report
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // waitTools waits until d lists tools that satisfy ok, each listing after
 // a tools/list_changed when d keeps a session: so a change that never
 // announces itself fails the test.
-func waitTools(t *testing.T, d downstream, what string, ok func([]string) bool) {
+func waitTools(ctx context.Context, t *testing.T, d downstream, what string, ok func([]string) bool) {
 	t.Helper()
-	ctx := testCtx(t)
 	ch := d.listChanged()
 	for {
 		if ch != nil {
@@ -148,7 +167,7 @@ func drain(ch <-chan struct{}) {
 // that lives through the test (not for a client that starts a gateway per
 // request).
 func exercise(t *testing.T, u *upstreams, d downstream, workers int, killStdio bool) {
-	ctx := testCtx(t)
+	ctx := workCtx(t)
 	names, err := d.list(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +197,12 @@ func exercise(t *testing.T, u *upstreams, d downstream, workers int, killStdio b
 				calls.end(w)
 				mu.Lock()
 				switch {
+				case err != nil && ctx.Err() != nil:
+					// The test's time is up: one error says so, and the
+					// worker stops instead of failing call after call.
+					errs = append(errs, fmt.Sprintf("%s: the test ran out of time: %v", tool, err))
+					mu.Unlock()
+					return
 				case err != nil:
 					errs = append(errs, fmt.Sprintf("%s: %v", tool, err))
 				case isErr || got != text:
@@ -196,7 +221,7 @@ func exercise(t *testing.T, u *upstreams, d downstream, workers int, killStdio b
 	// cover.
 	fault := func(f func()) {
 		f()
-		calls.settle(t)
+		calls.settle(ctx, t)
 	}
 	ch := d.listChanged()
 	for round := range 3 {
@@ -210,11 +235,11 @@ func exercise(t *testing.T, u *upstreams, d downstream, workers int, killStdio b
 		u.h1.NotifyToolsChanged()
 		u.extras++
 		extra := "h1__extra" + strconv.Itoa(u.extras)
-		waitTools(t, d, "round "+strconv.Itoa(round)+": "+extra+" added", func(n []string) bool { return slices.Contains(n, extra) })
+		waitTools(ctx, t, d, "round "+strconv.Itoa(round)+": "+extra+" added", func(n []string) bool { return slices.Contains(n, extra) })
 		// And the restart takes it away again.
 		drain(ch)
 		fault(func() { u.h1.Restart(t) })
-		waitTools(t, d, "round "+strconv.Itoa(round)+": "+extra+" gone with the restart", func(n []string) bool {
+		waitTools(ctx, t, d, "round "+strconv.Itoa(round)+": "+extra+" gone with the restart", func(n []string) bool {
 			return !slices.Contains(n, extra) && slices.Contains(n, "h1__echo")
 		})
 	}
@@ -237,7 +262,7 @@ func exercise(t *testing.T, u *upstreams, d downstream, workers int, killStdio b
 	}
 	// The faults did happen: the serve replaced the upstreams' runtimes.
 	code, out, errOut := u.c.run("status", "--json")
-	var doc struct{ Servers []gateway.ServerReport }
+	var doc struct{ Servers []admin.ServerReport }
 	if code != exitOK || json.Unmarshal([]byte(out), &doc) != nil {
 		t.Fatalf("status: %d %s %s", code, out, errOut)
 	}
@@ -278,9 +303,8 @@ func (f *inFlight) end(w int) {
 }
 
 // settle waits until every call begun before it has ended.
-func (f *inFlight) settle(t *testing.T) {
+func (f *inFlight) settle(ctx context.Context, t *testing.T) {
 	t.Helper()
-	ctx := testCtx(t)
 	f.mu.Lock()
 	want := slices.Clone(f.begun)
 	f.mu.Unlock()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,39 +16,71 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/texttable"
 )
 
 func cmdStatus(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("status", e, &c, "[--config FILE] [--json] [--direct]")
-	pos, err := parse(fs, args)
+	var web, noBrowser bool
+	inv, err := prepare(ctx, e, cmdSpec{name: "status", json: true, wait: true,
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&web, "web", false, "open the running serve's status page in a browser (and print its address)")
+			fs.BoolVar(&noBrowser, "no-browser", false, "with --web: print the address only")
+		},
+		noFleet: func() bool { return web }}, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected arguments %q", pos)
+	defer inv.close()
+	if web {
+		return statusPage(ctx, e, &inv.commonFlags, noBrowser)
 	}
-	f, err := openFleet(ctx, e, c.config, c.direct)
+	st, err := inv.fleet.status(ctx)
 	if err != nil {
 		return err
 	}
-	defer f.close()
-	reports, err := f.status(ctx)
-	if err != nil {
-		return err
+	if inv.json {
+		return printJSON(e.stdout, st)
 	}
-	if c.json {
-		return printJSON(e.stdout, map[string]any{"servers": reports})
+	for _, l := range serveLines(st, inv.direct) {
+		fmt.Fprintln(e.stdout, l)
 	}
-	writeStatus(e.stdout, reports, time.Now())
+	writeStatus(e.stdout, st.Servers, time.Now())
 	return nil
+}
+
+// serveLines say which serve answered a command, and which others of the
+// config run; or that none did.
+func serveLines(st statusReport, direct bool) []string {
+	if st.Serve == nil {
+		if direct {
+			return []string{"no serve asked (--direct): the servers were started for this command"}
+		}
+		return []string{"no serve of this config runs: the servers were started for this command"}
+	}
+	describe := func(s admin.ServeInfo) string {
+		line := fmt.Sprintf("serve pid %d (%s, since %s", s.PID, s.Serving, s.Started.Local().Format("15:04:05"))
+		if s.Version != "" {
+			line += ", " + s.Version
+		}
+		return line + ")"
+	}
+	lines := []string{describe(*st.Serve)}
+	if len(st.Others) > 0 {
+		lines[0] += fmt.Sprintf(", the newest of %d", len(st.Others)+1)
+	}
+	for _, o := range st.Others {
+		lines = append(lines, "also running: "+describe(o))
+	}
+	for i, l := range lines {
+		lines[i] = texttable.Cut(termSafe(l, false), texttable.Width)
+	}
+	return lines
 }
 
 // writeStatus prints one row per server, fitted to 100 columns, with its
 // last error (or where to authorize it) under it.
-func writeStatus(w io.Writer, reports []gateway.ServerReport, now time.Time) {
+func writeStatus(w io.Writer, reports []admin.ServerReport, now time.Time) {
 	if len(reports) == 0 {
 		fmt.Fprintln(w, "no servers")
 		return
@@ -101,33 +135,41 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func cmdTools(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("tools", e, &c, "[QUERY] [--config FILE] [--json] [-k N]")
-	k := fs.Int("k", 10, "how many matches of QUERY to show")
-	pos, err := parse(fs, args)
+	var k int
+	var schemas bool
+	inv, err := prepare(ctx, e, cmdSpec{name: "tools", maxArgs: -1, json: true, wait: true,
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&k, "k", 10, "how many matches of QUERY to show")
+			fs.BoolVar(&schemas, "schema", false, "show each tool's input schema (its arguments)")
+		}}, args)
 	if err != nil {
 		return err
 	}
-	query := strings.Join(pos, " ")
-	f, err := openFleet(ctx, e, c.config, c.direct)
+	defer inv.close()
+	query := strings.Join(inv.args, " ")
+	tools, err := inv.fleet.tools(ctx, query, k, schemas)
 	if err != nil {
 		return err
 	}
-	defer f.close()
-	tools, err := f.tools(ctx, query, *k)
-	if err != nil {
-		return err
-	}
-	if c.json {
+	if inv.json {
 		return printJSON(e.stdout, map[string]any{"tools": tools})
+	}
+	if schemas {
+		for i, tr := range tools {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			writeTool(e.stdout, tr)
+		}
+		return nil
 	}
 	writeTools(e.stdout, tools, query)
 	return nil
 }
 
-// writeTools prints one row per tool: its name, "ro" if it is read-only,
-// and the first line of its description.
-func writeTools(w io.Writer, tools []gateway.ToolReport, query string) {
+// writeTools prints one row per tool: its name, whether it declares itself
+// read-only, and the first line of its description.
+func writeTools(w io.Writer, tools []admin.ToolReport, query string) {
 	if len(tools) == 0 {
 		if query != "" {
 			fmt.Fprintf(w, "no tool matches %q\n", query)
@@ -137,11 +179,11 @@ func writeTools(w io.Writer, tools []gateway.ToolReport, query string) {
 		return
 	}
 	t := texttable.Table{Shrink: []texttable.Shrink{{Col: 2, Min: 30}, {Col: 0, Min: 20}}}
-	t.Row("TOOL", "", "DESCRIPTION")
+	t.Row("TOOL", "READ-ONLY", "DESCRIPTION")
 	for _, tr := range tools {
 		mark := ""
 		if tr.ReadOnly {
-			mark = "ro"
+			mark = "yes"
 		}
 		t.Row(termSafe(tr.Name, false), mark, termSafe(firstLine(tr.Description), false))
 	}
@@ -149,45 +191,49 @@ func writeTools(w io.Writer, tools []gateway.ToolReport, query string) {
 }
 
 func cmdCall(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("call", e, &c, "SERVER/TOOL|SERVER__TOOL ['JSON arguments'] [--config FILE] [--json]")
-	timeout := fs.Duration("timeout", 0, "give up on the call after this long (0: never)")
-	pos, err := parse(fs, args)
+	var timeout time.Duration
+	inv, err := prepare(ctx, e, cmdSpec{name: "call", minArgs: 1, maxArgs: 2, json: true,
+		wantArgs: "a tool and, optionally, its arguments as a JSON object",
+		flags: func(fs *flag.FlagSet) {
+			fs.DurationVar(&timeout, "timeout", 0, "give up on the call after this long (0: never)")
+		},
+		check: func(pos []string) error {
+			if len(pos) == 2 {
+				var obj map[string]any
+				if err := json.Unmarshal([]byte(pos[1]), &obj); err != nil {
+					return usagef("the arguments must be a JSON object: %v", err)
+				}
+			}
+			return nil
+		}}, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return usagef("call takes a tool and, optionally, its arguments as a JSON object")
-	}
+	defer inv.close()
+	pos := inv.args
 	var callArgs json.RawMessage
 	if len(pos) == 2 {
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(pos[1]), &obj); err != nil {
-			return usagef("the arguments must be a JSON object: %v", err)
-		}
 		callArgs = json.RawMessage(pos[1])
 	}
-	if *timeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	f, err := openFleet(ctx, e, c.config, c.direct)
-	if err != nil {
-		return err
-	}
-	defer f.close()
 	p := newProgress(e.stderr, e.tty)
 	label := "calling " + pos[0]
 	if e.tty {
 		p.set(label)
 	}
-	res, err := f.call(ctx, pos[0], callArgs, func(r gateway.ProgressReport) { p.set(label + ": " + progressText(r)) })
+	res, err := inv.fleet.call(ctx, pos[0], callArgs, func(r admin.ProgressReport) { p.set(label + ": " + progressText(r)) })
 	p.end()
 	if err != nil {
+		if hint := unknownTool(ctx, inv.fleet, pos[0]); hint != "" {
+			return fmt.Errorf("%w%s", err, hint)
+		}
 		return err
 	}
-	if c.json {
+	if inv.json {
 		if err := printJSON(e.stdout, res); err != nil {
 			return err
 		}
@@ -205,7 +251,7 @@ func cmdCall(ctx context.Context, args []string, e *env) error {
 }
 
 // progressText renders a progress report: "3/10 copying".
-func progressText(r gateway.ProgressReport) string {
+func progressText(r admin.ProgressReport) string {
 	s := strconv.FormatFloat(r.Progress, 'f', -1, 64)
 	if r.Total > 0 {
 		s += "/" + strconv.FormatFloat(r.Total, 'f', -1, 64)
@@ -269,27 +315,21 @@ var openBrowser = func(url string) error {
 }
 
 func cmdAuth(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("auth", e, &c, "SERVER [--config FILE] [--no-browser]")
-	noBrowser := fs.Bool("no-browser", false, "print the URL only; do not open a browser")
-	pos, err := parse(fs, args)
+	var noBrowser bool
+	inv, err := prepare(ctx, e, cmdSpec{name: "auth", minArgs: 1, maxArgs: 1, wantArgs: "the name of one server",
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&noBrowser, "no-browser", false, "print the URL only; do not open a browser")
+		}}, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("auth takes the name of one server")
-	}
-	server := pos[0]
-	f, err := openFleet(ctx, e, c.config, c.direct)
-	if err != nil {
-		return err
-	}
-	defer f.close()
+	defer inv.close()
+	server := inv.args[0]
 	p := newProgress(e.stderr, e.tty)
 	defer p.end()
-	err = f.auth(ctx, server, func(url string) error {
+	err = inv.fleet.auth(ctx, server, func(url string) error {
 		fmt.Fprintf(e.stderr, "To authorize %s, open:\n  %s\n", termSafe(server, false), termSafe(url, false))
-		if !*noBrowser {
+		if !noBrowser {
 			if err := openBrowser(url); err != nil {
 				fmt.Fprintf(e.stderr, "(could not open a browser: %v)\n", err)
 			}
@@ -306,22 +346,13 @@ func cmdAuth(ctx context.Context, args []string, e *env) error {
 }
 
 func cmdWatch(ctx context.Context, args []string, e *env) error {
-	var c commonFlags
-	fs := newFlags("watch", e, &c, "[--config FILE] [--json]")
-	pos, err := parse(fs, args)
+	inv, err := prepare(ctx, e, cmdSpec{name: "watch", json: true}, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected arguments %q", pos)
-	}
-	f, err := openFleet(ctx, e, c.config, c.direct)
-	if err != nil {
-		return err
-	}
-	defer f.close()
-	err = f.watch(ctx, func(l gateway.StreamLine) error {
-		if c.json {
+	defer inv.close()
+	err = inv.fleet.watch(ctx, func(l admin.StreamLine) error {
+		if inv.json {
 			b, err := json.Marshal(l)
 			if err != nil {
 				return err
@@ -347,7 +378,7 @@ func cmdWatch(ctx context.Context, args []string, e *env) error {
 }
 
 // eventLine renders an event on one line of at most 100 columns.
-func eventLine(r gateway.EventReport) string {
+func eventLine(r admin.EventReport) string {
 	var b strings.Builder
 	b.WriteString(r.Time.Format("15:04:05.000") + " " + r.Server + ": ")
 	switch r.Kind {
@@ -405,4 +436,37 @@ func eventLine(r gateway.EventReport) string {
 	// Names, log messages and errors are the servers' words: shown, not
 	// obeyed, on one line.
 	return texttable.Cut(termSafe(b.String(), false), texttable.Width)
+}
+
+// statusPage prints the address of the running serve's status page, with
+// the token of its admin file in the fragment (which a browser never
+// sends), and opens it unless noBrowser.
+func statusPage(ctx context.Context, e *env, flags *commonFlags, noBrowser bool) error {
+	config, err := configPath(flags.config)
+	if err != nil {
+		return err
+	}
+	if config, err = filepath.Abs(config); err != nil {
+		return err
+	}
+	paths, err := pathsFor(config)
+	if err != nil {
+		return err
+	}
+	r, notes := findServe(ctx, e, paths)
+	if r == nil {
+		for _, n := range notes {
+			fmt.Fprintf(e.stderr, "mcpfleet: %s\n", n)
+		}
+		return fmt.Errorf("the status page is a serve's, and no serve of %s runs: start one (mcpfleet serve)", config)
+	}
+	defer r.close()
+	u := r.base + "/status#token=" + r.token
+	fmt.Fprintf(e.stdout, "the status page of serve pid %d (the address holds its token: keep it to yourself):\n  %s\n", r.info.PID, u)
+	if !noBrowser {
+		if err := openBrowser(u); err != nil {
+			fmt.Fprintf(e.stderr, "(could not open a browser: %v)\n", err)
+		}
+	}
+	return nil
 }

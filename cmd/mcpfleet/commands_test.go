@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/internal/texttable"
@@ -64,7 +64,7 @@ func TestStatus(t *testing.T) {
 	c := newCLI(t)
 	secretConfig(c, t)
 
-	code, out, errOut := c.run("status")
+	code, out, errOut := c.run("status", "--wait", "2m")
 	if code != exitOK {
 		t.Fatalf("status: %d\n%s%s", code, out, errOut)
 	}
@@ -76,8 +76,8 @@ func TestStatus(t *testing.T) {
 	fits(t, out)
 	noSecrets(t, "status", out+errOut)
 
-	code, out, _ = c.run("status", "--json")
-	var doc struct{ Servers []gateway.ServerReport }
+	code, out, _ = c.run("status", "--json", "--wait", "2m")
+	var doc struct{ Servers []admin.ServerReport }
 	if code != exitOK || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Servers) != 3 {
 		t.Fatalf("status --json: %d %s", code, out)
 	}
@@ -110,7 +110,7 @@ func fits(t testing.TB, out string) {
 // TestStatusFitsWidth: long names, states and errors are cut to fit.
 func TestStatusFitsWidth(t *testing.T) {
 	now := time.Now()
-	reports := []gateway.ServerReport{
+	reports := []admin.ServerReport{
 		{Name: "a-server-with-a-name-that-goes-on-and-on-" + strings.Repeat("x", 60), State: "NeedsAuthorization",
 			Generation: 123456, Tools: 10000, Requests: 1 << 40, Failed: 1 << 30, Reconnects: 99999, Attempt: 12,
 			NextRetry: now.Add(time.Hour), AuthorizationURL: "https://example.com/authorize"},
@@ -132,11 +132,11 @@ func TestStatusFitsWidth(t *testing.T) {
 func TestToolsAndCall(t *testing.T) {
 	c := newCLI(t)
 	c.writeConfig(map[string]any{"files": faultEntry(faultserver.ModeNormal, nil)})
-	code, out, errOut := c.run("tools")
+	code, out, errOut := c.run("tools", "--wait", "2m")
 	if code != exitOK || !strings.Contains(out, "files__echo") || !strings.Contains(out, "files__sleep") {
 		t.Fatalf("tools: %d\n%s%s", code, out, errOut)
 	}
-	code, out, _ = c.run("tools", "return", "text", "argument", "-k", "1")
+	code, out, _ = c.run("tools", "return", "text", "argument", "-k", "1", "--wait", "2m")
 	if code != exitOK || !strings.Contains(out, "files__echo") || strings.Count(out, "\n") != 2 {
 		t.Fatalf("tools QUERY: %d\n%s", code, out)
 	}
@@ -271,7 +271,7 @@ func TestToolsSaysWhyAServerHasNone(t *testing.T) {
 		"files": faultEntry(faultserver.ModeNormal, nil),
 		"oops":  map[string]any{"command": "mcpfleet-no-such-command"},
 	})
-	code, out, errOut := c.run("tools")
+	code, out, errOut := c.run("tools", "--wait", "2m")
 	if code != exitOK || !strings.Contains(out, "files__echo") {
 		t.Fatalf("tools: %d\n%s%s", code, out, errOut)
 	}

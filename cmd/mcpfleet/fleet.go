@@ -10,14 +10,20 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
+	"github.com/mcpfleet/mcpfleet/internal/configfile"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
@@ -25,69 +31,144 @@ import (
 // fleet is what the commands ask of the fleet: a running serve's, through
 // its admin endpoint, or one the command makes from the config file.
 type fleet interface {
-	status(ctx context.Context) ([]gateway.ServerReport, error)
-	tools(ctx context.Context, query string, k int) ([]gateway.ToolReport, error)
-	call(ctx context.Context, tool string, args json.RawMessage, progress func(gateway.ProgressReport)) (*mcp.CallToolResult, error)
+	status(ctx context.Context) (statusReport, error)
+	tools(ctx context.Context, query string, k int, schemas bool) ([]admin.ToolReport, error)
+	call(ctx context.Context, tool string, args json.RawMessage, progress func(admin.ProgressReport)) (*mcp.CallToolResult, error)
 	// watch hands each line of the fleet's history to fn (the statuses,
 	// then events) until ctx ends or fn fails.
-	watch(ctx context.Context, fn func(gateway.StreamLine) error) error
+	watch(ctx context.Context, fn func(admin.StreamLine) error) error
 	auth(ctx context.Context, server string, open func(url string) error) error
 	close() error
 }
 
-// openFleet returns the running serve of the config if one answers (unless
-// direct), else a fleet made from the config file.
-func openFleet(ctx context.Context, e *env, config string, direct bool) (fleet, error) {
-	config, err := configPath(config)
+// statusReport is what status shows: which serve answers, if one does,
+// and every server's report.
+type statusReport struct {
+	// Serve is the serve that answered; nil when the command started the
+	// servers itself. Others are the other serves of the config that
+	// answered, newest first.
+	Serve   *admin.ServeInfo     `json:"serve"`
+	Others  []admin.ServeInfo    `json:"otherServes,omitempty"`
+	Servers []admin.ServerReport `json:"servers"`
+	// Connecting are the servers still connecting when the command's wait
+	// ended (see --wait); their cached catalogs, if any, are shown.
+	Connecting []string `json:"stillConnecting,omitempty"`
+}
+
+// probeTimeout bounds how long a command waits for a serve's admin
+// endpoint to answer before it looks for another, or starts the servers
+// itself.
+const probeTimeout = 2 * time.Second
+
+// openFleet returns the newest running serve of the config that answers
+// (unless --direct), else a fleet made from the config file.
+func openFleet(ctx context.Context, e *env, flags *commonFlags) (fleet, error) {
+	config, err := configPath(flags.config)
 	if err != nil {
+		return nil, err
+	}
+	if config, err = filepath.Abs(config); err != nil {
 		return nil, err
 	}
 	paths, err := pathsFor(config)
 	if err != nil {
 		return nil, err
 	}
-	if !direct {
-		af, err := readAdminFile(paths.admin)
-		if err != nil && !isNotExist(err) {
-			fmt.Fprintf(e.stderr, "mcpfleet: ignoring a serve's admin file: %v; using the config file\n", err)
+	if !flags.direct {
+		r, notes := findServe(ctx, e, paths)
+		if r != nil {
+			return r, nil
 		}
-		if err == nil {
-			// A command makes a request or two: no connection is kept.
-			r := &remoteFleet{base: "http://" + af.Addr, token: af.Token,
-				hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, perr := r.status(pctx)
-			cancel()
-			if perr == nil {
-				return r, nil
-			}
-			r.close()
-			fmt.Fprintf(e.stderr, "mcpfleet: the serve of %s (pid %d) does not answer (%v); using the config file\n", config, af.PID, perr)
+		for _, n := range notes {
+			fmt.Fprintf(e.stderr, "mcpfleet: %s; using the config file\n", n)
 		}
 	}
-	return openLocal(ctx, e, config, paths)
+	return openLocal(ctx, e, config, paths, flags)
+}
+
+// findServe asks every serve of the config whose admin file it finds, at
+// once, and returns the newest that answers, with the others that did; or
+// nil and why each one did not. The admin file of a serve whose address
+// refuses connections is of one that ended without removing it: removed.
+func findServe(ctx context.Context, e *env, paths statePaths) (*remoteFleet, []string) {
+	serves, bad := findServes(paths)
+	var notes []string
+	for _, err := range bad {
+		notes = append(notes, fmt.Sprintf("ignoring a serve's admin file: %v", err))
+	}
+	type probe struct {
+		r   *remoteFleet
+		err error
+	}
+	probes := make([]probe, len(serves))
+	var wg sync.WaitGroup
+	for i, sf := range serves {
+		wg.Go(func() {
+			// A command makes a request or two: no connection is kept.
+			r := &remoteFleet{file: sf, base: "http://" + sf.Addr, token: sf.Token,
+				hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
+			st, err := r.status(pctx)
+			if err == nil && st.Serve != nil {
+				r.info = *st.Serve
+			}
+			probes[i] = probe{r, err}
+		})
+	}
+	wg.Wait()
+	var found *remoteFleet
+	for i, p := range probes {
+		switch {
+		case p.err == nil && found == nil:
+			found = p.r
+		case p.err == nil:
+			found.others = append(found.others, p.r.info)
+			p.r.close()
+		case errors.Is(p.err, syscall.ECONNREFUSED):
+			removeAdminFile(serves[i].path, serves[i].Token)
+			p.r.close()
+		default:
+			notes = append(notes, fmt.Sprintf("the serve of %s (pid %d) does not answer (%v)", serves[i].Config, serves[i].PID, p.err))
+			p.r.close()
+		}
+	}
+	if found != nil {
+		return found, nil
+	}
+	return nil, notes
 }
 
 // localFleet is a Manager made from the config file, for one command.
 type localFleet struct {
-	e    *env
-	m    *client.Manager
-	ts   *client.ToolSearch
+	e  *env
+	m  *client.Manager
+	ts *client.ToolSearch
+	// wait bounds how long status and tools wait for servers that are
+	// connecting (--wait).
 	wait time.Duration
 }
 
-// settleTimeout bounds how long a command waits for the servers of a
-// config to connect before it shows what it has.
-const settleTimeout = 15 * time.Second
+// DefaultWait is how long status, tools and describe wait for the servers
+// of a config to connect before they show what they have: a server that
+// hangs costs that long, not its dial timeout.
+const defaultWait = 2 * time.Second
 
-func openLocal(ctx context.Context, e *env, config string, paths statePaths) (*localFleet, error) {
-	cfg, err := gateway.LoadConfig(config)
+func openLocal(ctx context.Context, e *env, config string, paths statePaths, flags *commonFlags) (*localFleet, error) {
+	if err := checkChain(config); err != nil {
+		return nil, err
+	}
+	cfg, err := newConfigLoader(e, config, flags, true).load(config)
 	if err != nil {
 		return nil, err
 	}
-	m := client.New(client.WithLogger(e.logger), client.WithTokenStore(oauth.NewFileStore(paths.tokens)))
-	l := &localFleet{e: e, m: m, wait: settleTimeout}
-	actx, cancel := context.WithTimeout(ctx, gateway.DefaultApplyTimeout)
+	if err := os.MkdirAll(paths.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("the state directory: %w", err)
+	}
+	m := client.New(client.WithLogger(e.logger), client.WithTokenStore(oauth.NewFileStore(paths.tokens)),
+		client.WithCatalogCache(paths.catalogs)) // a server that hangs still shows its tools
+	l := &localFleet{e: e, m: m, wait: flags.wait}
+	actx, cancel := context.WithTimeout(ctx, configfile.DefaultApplyTimeout)
 	defer cancel()
 	if _, err := m.Apply(actx, cfg); err != nil {
 		fmt.Fprintf(e.stderr, "mcpfleet: %v\n", err) // one bad entry does not stop the others
@@ -103,8 +184,9 @@ func (l *localFleet) close() error {
 }
 
 // settle waits, showing which, until no server is connecting for the first
-// time (a lazy server stays as it is), or until l.wait has passed.
-func (l *localFleet) settle(ctx context.Context) {
+// time (a lazy server stays as it is), or until l.wait has passed; it
+// returns the servers still connecting then, having said so on stderr.
+func (l *localFleet) settle(ctx context.Context) []string {
 	statuses, _, events, cancel := l.m.Watch(0)
 	defer cancel()
 	states := map[string]lifecycle.State{}
@@ -122,21 +204,27 @@ func (l *localFleet) settle(ctx context.Context) {
 		return names
 	}
 	p := newProgress(l.e.stderr, l.e.tty)
-	defer p.end()
-	ctx, stop := context.WithTimeout(ctx, l.wait)
+	wctx, stop := context.WithTimeout(ctx, l.wait)
 	defer stop()
 	for {
 		names := connecting()
 		if len(names) == 0 {
-			return
+			p.end()
+			return nil
 		}
 		p.set(waitingFor(names))
 		select {
-		case <-ctx.Done():
-			return
+		case <-wctx.Done():
+			p.end()
+			if ctx.Err() == nil {
+				fmt.Fprintln(l.e.stderr, termSafe(fmt.Sprintf("mcpfleet: still connecting after %s: %s (showing the tools known from before, if any; --wait to wait longer)",
+					l.wait, strings.Join(names, ", ")), false))
+			}
+			return names
 		case ev, ok := <-events:
 			if !ok {
-				return
+				p.end()
+				return nil
 			}
 			if ev.Kind == client.EventState {
 				states[ev.Server] = ev.To
@@ -145,18 +233,18 @@ func (l *localFleet) settle(ctx context.Context) {
 	}
 }
 
-func (l *localFleet) status(ctx context.Context) ([]gateway.ServerReport, error) {
-	l.settle(ctx)
-	return gateway.Reports(l.m), nil
+func (l *localFleet) status(ctx context.Context) (statusReport, error) {
+	connecting := l.settle(ctx)
+	return statusReport{Servers: admin.Reports(l.m), Connecting: connecting}, nil
 }
 
-func (l *localFleet) tools(ctx context.Context, query string, k int) ([]gateway.ToolReport, error) {
+func (l *localFleet) tools(ctx context.Context, query string, k int, schemas bool) ([]admin.ToolReport, error) {
 	l.settle(ctx)
 	l.unready()
 	if query != "" && l.ts == nil {
 		l.ts = l.m.NewToolSearch()
 	}
-	return gateway.ToolReports(l.m, l.ts, query, k)
+	return admin.ToolReports(l.m, l.ts, query, k, schemas)
 }
 
 // unready tells stderr why each server that is neither Connected nor
@@ -164,8 +252,8 @@ func (l *localFleet) tools(ctx context.Context, query string, k int) ([]gateway.
 // URL) must not look like a server without tools.
 func (l *localFleet) unready() {
 	for _, st := range l.m.Statuses() {
-		if st.State == lifecycle.Connected || st.State == lifecycle.Disabled {
-			continue
+		if st.State == lifecycle.Connected || st.State == lifecycle.Disabled || st.State == lifecycle.Connecting {
+			continue // connecting: settle said so
 		}
 		line := fmt.Sprintf("mcpfleet: server %q is %v", st.Name, st.State)
 		if st.LastError != nil {
@@ -175,14 +263,14 @@ func (l *localFleet) unready() {
 	}
 }
 
-func (l *localFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(gateway.ProgressReport)) (*mcp.CallToolResult, error) {
-	return gateway.Call(ctx, l.m, tool, args, progress)
+func (l *localFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(admin.ProgressReport)) (*mcp.CallToolResult, error) {
+	return admin.Call(ctx, l.m, tool, args, progress)
 }
 
-func (l *localFleet) watch(ctx context.Context, fn func(gateway.StreamLine) error) error {
+func (l *localFleet) watch(ctx context.Context, fn func(admin.StreamLine) error) error {
 	statuses, _, events, cancel := l.m.Watch(0)
 	defer cancel()
-	if err := fn(gateway.StreamLine{Servers: gateway.MakeReports(statuses, l.m.Stats())}); err != nil {
+	if err := fn(admin.StreamLine{Servers: admin.MakeReports(statuses, l.m.Stats())}); err != nil {
 		return err
 	}
 	for {
@@ -193,8 +281,8 @@ func (l *localFleet) watch(ctx context.Context, fn func(gateway.StreamLine) erro
 			if !ok {
 				return nil
 			}
-			r := gateway.MakeEventReport(ev)
-			if err := fn(gateway.StreamLine{Event: &r}); err != nil {
+			r := admin.MakeEventReport(ev)
+			if err := fn(admin.StreamLine{Event: &r}); err != nil {
 				return err
 			}
 		}
@@ -202,11 +290,14 @@ func (l *localFleet) watch(ctx context.Context, fn func(gateway.StreamLine) erro
 }
 
 func (l *localFleet) auth(ctx context.Context, server string, open func(url string) error) error {
-	return gateway.Authorize(ctx, l.m, server, open)
+	return admin.Authorize(ctx, l.m, server, open)
 }
 
 // remoteFleet is a running serve, through its admin endpoint.
 type remoteFleet struct {
+	file        serveFile
+	info        admin.ServeInfo   // what the serve says of itself
+	others      []admin.ServeInfo // the other serves of the config that answered
 	base, token string
 	hc          *http.Client
 }
@@ -239,7 +330,7 @@ func (r *remoteFleet) do(ctx context.Context, method, path string, body any) (*h
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		return nil, gateway.AdminError(resp.StatusCode, string(b))
+		return nil, admin.Refused(resp.StatusCode, string(b))
 	}
 	return resp, nil
 }
@@ -253,25 +344,30 @@ func (r *remoteFleet) getJSON(ctx context.Context, path string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-func (r *remoteFleet) status(ctx context.Context) ([]gateway.ServerReport, error) {
-	var out struct{ Servers []gateway.ServerReport }
+func (r *remoteFleet) status(ctx context.Context) (statusReport, error) {
+	var out statusReport
 	err := r.getJSON(ctx, "/v1/status", &out)
-	return out.Servers, err
+	out.Others = r.others
+	return out, err
 }
 
-func (r *remoteFleet) tools(ctx context.Context, query string, k int) ([]gateway.ToolReport, error) {
-	var out struct{ Tools []gateway.ToolReport }
-	err := r.getJSON(ctx, "/v1/tools?q="+url.QueryEscape(query)+"&k="+strconv.Itoa(k), &out)
+func (r *remoteFleet) tools(ctx context.Context, query string, k int, schemas bool) ([]admin.ToolReport, error) {
+	var out struct{ Tools []admin.ToolReport }
+	path := "/v1/tools?q=" + url.QueryEscape(query) + "&k=" + strconv.Itoa(k)
+	if schemas {
+		path += "&schema=1"
+	}
+	err := r.getJSON(ctx, path, &out)
 	return out.Tools, err
 }
 
 // stream reads the StreamLines of a response, handing each to fn.
-func stream(resp *http.Response, fn func(gateway.StreamLine) error) error {
+func stream(resp *http.Response, fn func(admin.StreamLine) error) error {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), client.DefaultMaxMessageBytes+1<<10)
 	for sc.Scan() {
-		var l gateway.StreamLine
+		var l admin.StreamLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return fmt.Errorf("the admin endpoint's answer: %w", err)
 		}
@@ -285,14 +381,14 @@ func stream(resp *http.Response, fn func(gateway.StreamLine) error) error {
 // errStreamEnd ends a stream that said all it had to.
 var errStreamEnd = errors.New("end of stream")
 
-func (r *remoteFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(gateway.ProgressReport)) (*mcp.CallToolResult, error) {
-	resp, err := r.do(ctx, http.MethodPost, "/v1/call", gateway.CallRequest{Tool: tool, Arguments: args})
+func (r *remoteFleet) call(ctx context.Context, tool string, args json.RawMessage, progress func(admin.ProgressReport)) (*mcp.CallToolResult, error) {
+	resp, err := r.do(ctx, http.MethodPost, "/v1/call", admin.CallRequest{Tool: tool, Arguments: args})
 	if err != nil {
 		return nil, err
 	}
 	var res *mcp.CallToolResult
 	var callErr error
-	err = stream(resp, func(l gateway.StreamLine) error {
+	err = stream(resp, func(l admin.StreamLine) error {
 		switch {
 		case l.Progress != nil && progress != nil:
 			progress(*l.Progress)
@@ -317,7 +413,7 @@ func (r *remoteFleet) call(ctx context.Context, tool string, args json.RawMessag
 	return res, nil
 }
 
-func (r *remoteFleet) watch(ctx context.Context, fn func(gateway.StreamLine) error) error {
+func (r *remoteFleet) watch(ctx context.Context, fn func(admin.StreamLine) error) error {
 	resp, err := r.do(ctx, http.MethodGet, "/v1/watch", nil)
 	if err != nil {
 		return err
@@ -336,7 +432,7 @@ func (r *remoteFleet) auth(ctx context.Context, server string, open func(url str
 	}
 	done := false
 	var authErr error
-	err = stream(resp, func(l gateway.StreamLine) error {
+	err = stream(resp, func(l admin.StreamLine) error {
 		switch {
 		case l.URL != "":
 			return open(l.URL)
@@ -358,4 +454,29 @@ func (r *remoteFleet) auth(ctx context.Context, server string, open func(url str
 		return err
 	}
 	return errors.New("the serve ended the authorization without saying how it went")
+}
+
+// control enables, disables or reconnects server name on the serve, and
+// returns its report after.
+func (r *remoteFleet) control(ctx context.Context, name, op string) (admin.ServerReport, error) {
+	resp, err := r.do(ctx, http.MethodPost, "/v1/servers/"+url.PathEscape(name)+"/"+op, nil)
+	if err != nil {
+		return admin.ServerReport{}, err
+	}
+	defer resp.Body.Close()
+	var out struct{ Server admin.ServerReport }
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out.Server, err
+}
+
+// reload makes the serve read its config file again now.
+func (r *remoteFleet) reload(ctx context.Context) (admin.ReloadReport, error) {
+	resp, err := r.do(ctx, http.MethodPost, "/v1/reload", nil)
+	if err != nil {
+		return admin.ReloadReport{}, err
+	}
+	defer resp.Body.Close()
+	var out admin.ReloadReport
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out, err
 }

@@ -76,14 +76,23 @@ func (c *cli) run(args ...string) (int, string, string) {
 	c.t.Helper()
 	c.t.Setenv(envStateDir, c.stateDir)
 	var out, errOut bytes.Buffer
-	code := run(testCtx(c.t), append(args, "--config", c.config), newEnv(strings.NewReader(""), &out, &errOut, false))
+	code := run(testCtx(c.t), c.withConfig(args), newEnv(strings.NewReader(""), &out, &errOut, false))
 	return code, out.String(), errOut.String()
+}
+
+// withConfig returns args with --config added after the command's name,
+// before its arguments (which may end with a server's command line).
+func (c *cli) withConfig(args []string) []string {
+	if len(args) == 0 {
+		return []string{"--config", c.config}
+	}
+	return append([]string{args[0], "--config", c.config}, args[1:]...)
 }
 
 // command returns the test binary as mcpfleet with args (--config added),
 // in the test's state directory.
 func (c *cli) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], append(args, "--config", c.config)...)
+	cmd := exec.Command(os.Args[0], c.withConfig(args)...)
 	cmd.Env = append(os.Environ(), envRunCLI+"=1", envStateDir+"="+c.stateDir, "GORACE="+faultserver.NoRaceExitDelay())
 	return cmd
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 )
 
@@ -205,17 +205,17 @@ func TestAdminFileTrusted(t *testing.T) {
 		{"off this machine", "192.0.2.1:9", 0o600, `names the address "192.0.2.1:9", which is not a loopback one`},
 	} {
 		t.Run(x.name, func(t *testing.T) {
-			if err := writeAdminFile(paths.admin, adminFile{Addr: x.addr, Token: "t", PID: 1, Config: c.config}); err != nil {
+			if err := writeAdminFile(paths.admin(1), adminFile{Addr: x.addr, Token: "t", PID: 1, Config: c.config}); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chmod(paths.admin, x.mode); err != nil {
+			if err := os.Chmod(paths.admin(1), x.mode); err != nil {
 				t.Fatal(err)
 			}
 			code, out, errOut := c.run("status")
 			if code != exitOK || strings.Contains(out, "planted") || !strings.Contains(out, "files") {
 				t.Fatalf("status: %d %q %q", code, out, errOut)
 			}
-			if !strings.Contains(errOut, "mcpfleet: ignoring a serve's admin file: "+paths.admin+" "+x.want) {
+			if !strings.Contains(errOut, "mcpfleet: ignoring a serve's admin file: "+paths.admin(1)+" "+x.want) {
 				t.Fatalf("status does not say why it ignored the admin file: %q", errOut)
 			}
 			if hits.Load() != 0 {
@@ -270,10 +270,10 @@ func TestServerTextEscaped(t *testing.T) {
 		t.Fatalf("termSafe of a byte that is not UTF-8 and DEL: %q", got)
 	}
 	var b bytes.Buffer
-	writeTools(&b, []gateway.ToolReport{{Name: "one__x\x1b[2J", Description: hostile}}, "")
-	writeStatus(&b, []gateway.ServerReport{{Name: "one", State: "PermanentlyFailed", LastError: hostile}}, time.Now())
-	b.WriteString(eventLine(gateway.EventReport{Kind: "log", Server: "one", Level: "info", Logger: "l\x1b]8;;http://x\x07", Data: hostile}) + "\n")
-	b.WriteString(eventLine(gateway.EventReport{Kind: "state", Server: "one", From: "Connected", To: "Reconnecting", Error: hostile}) + "\n")
+	writeTools(&b, []admin.ToolReport{{Name: "one__x\x1b[2J", Description: hostile}}, "")
+	writeStatus(&b, []admin.ServerReport{{Name: "one", State: "PermanentlyFailed", LastError: hostile}}, time.Now())
+	b.WriteString(eventLine(admin.EventReport{Kind: "log", Server: "one", Level: "info", Logger: "l\x1b]8;;http://x\x07", Data: hostile}) + "\n")
+	b.WriteString(eventLine(admin.EventReport{Kind: "state", Server: "one", From: "Connected", To: "Reconnecting", Error: hostile}) + "\n")
 	if bad := rawControl(b.String()); bad != "" {
 		t.Fatalf("tools, status or watch printed a raw control character %s:\n%q", bad, b.String())
 	}

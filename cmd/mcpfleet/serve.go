@@ -10,7 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +20,10 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
+	"github.com/mcpfleet/mcpfleet/internal/configfile"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // serveFlags are serve's flags.
@@ -68,7 +71,7 @@ const readyLine = "mcpfleet: serving MCP on "
 
 func cmdServe(ctx context.Context, args []string, e *env) error {
 	var f serveFlags
-	fs := newFlags("serve", e, &f.common, "[--config FILE] [--stdio | --http ADDR] [flags]")
+	fs := newFlags("serve", e, &f.common, flagConfig|flagVars)
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin and stdout (the default)")
 	fs.StringVar(&f.http, "http", "", "serve streamable HTTP at http://`ADDR`/mcp (a port alone binds 127.0.0.1); another host than 127.0.0.1 or ::1 needs --tls-cert/--tls-key (or --client-ca)")
 	fs.StringVar(&f.tokenFile, "token", "", "require of every HTTP client the bearer token in `FILE` (mode 0600; default: a token made at the first serve, kept in the state directory, and printed)")
@@ -89,7 +92,7 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("HTTP sessions held at once, all clients together (default %d; -1: no cap)", gateway.DefaultMaxSessions))
 	fs.IntVar(&f.maxClientSess, "max-client-sessions", 0, fmt.Sprintf("HTTP sessions one client may hold at once (default %d; -1: no cap)", gateway.DefaultMaxClientSessions))
 	fs.Float64Var(&f.openRate, "session-open-rate", 0, fmt.Sprintf("HTTP sessions a second one client may open, in bursts of ten times as many (default %d; -1: no limit)", gateway.DefaultSessionOpenRate))
-	fs.DurationVar(&f.watchInterval, "watch-interval", gateway.DefaultWatchInterval, "how often to look for changes of the config file")
+	fs.DurationVar(&f.watchInterval, "watch-interval", configfile.DefaultWatchInterval, "how often to look for changes of the config file")
 	fs.DurationVar(&f.startupWait, "startup-wait", defaultStartupWait, "how long the first tools/list may wait for servers still connecting (0: not at all)")
 	fs.StringVar(&f.separator, "separator", "", "the `separator` of qualified tool names, server and tool (default __; A-Z a-z 0-9 _ - . only)")
 	fs.BoolVar(&f.bareNames, "bare-tool-names", false, "serve tools under their own names when the fleet has one server")
@@ -103,6 +106,17 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 		return usagef("unexpected arguments %q", pos)
 	}
 	if f.common.config, err = configPath(f.common.config); err != nil {
+		return err
+	}
+	if f.common.config, err = filepath.Abs(f.common.config); err != nil {
+		return err
+	}
+	if err := checkInputs(f.common.inputs); err != nil {
+		return err
+	}
+	// A config that holds a serve of itself: refused before anything of
+	// it runs.
+	if err := checkChain(f.common.config); err != nil {
 		return err
 	}
 	if f.stdio && f.http != "" {
@@ -183,15 +197,6 @@ func loopbackByDefault(addr string) string {
 	return addr
 }
 
-// version is mcpfleet's version: the module's, when built from a tagged
-// module, else "dev".
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
 // serve runs the fleet of the config until ctx ends (or, over stdio, the
 // client closes stdin).
 func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.Level) error {
@@ -204,25 +209,32 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	if err := os.MkdirAll(paths.dir, 0o700); err != nil {
 		return fmt.Errorf("the state directory: %w", err)
 	}
-	cw, cfg, err := gateway.NewConfigWatcher(config, gateway.WatchOptions{Interval: f.watchInterval, Logger: logger})
+	loader := newConfigLoader(e, config, &f.common, f.http != "") // over stdio, stdin is the client's
+	loader.warn = func(s string) { logger.Warn(s) }
+	cw, cfg, err := configfile.NewWatcher(config, configfile.WatchOptions{Interval: f.watchInterval, Logger: logger, Load: loader.load})
 	if err != nil {
 		return err
 	}
 
 	fw := gateway.NewForwarder()
-	var sep []client.Option
-	if f.separator != "" {
-		sep = append(sep, client.WithSeparator(f.separator))
-	}
-	m := client.New(append(append(fw.ClientOptions(), sep...),
+	mopts := append(fw.ClientOptions(),
 		client.WithLogger(logger),
 		client.WithClientInfo(mcp.Implementation{Name: "mcpfleet", Version: version()}),
 		client.WithTokenStore(oauth.NewFileStore(paths.tokens)),
 		client.WithCatalogCache(paths.catalogs), // the tools of lazy servers are known at once
-		client.WithStateFile(paths.children),    // what a crashed serve left running is ended
-	)...)
+	)
+	// What a crashed serve left running is ended; each serve of the config
+	// has a state file of its own, so a second serve is the first's peer.
+	if reg := openRegistry(paths, logger); reg != nil {
+		defer reg.Close() // after the Manager closed its children
+		mopts = append(mopts, client.WithStdioOptions(stdio.WithRegistry(reg)))
+	}
+	if f.separator != "" {
+		mopts = append(mopts, client.WithSeparator(f.separator))
+	}
+	m := client.New(mopts...)
 	defer m.Close()
-	actx, cancel := context.WithTimeout(ctx, gateway.DefaultApplyTimeout)
+	actx, cancel := context.WithTimeout(ctx, configfile.DefaultApplyTimeout)
 	res, err := m.Apply(actx, cfg)
 	cancel()
 	if err != nil {
@@ -253,7 +265,15 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 	wg.Go(func() { cw.Run(ctx, m) })
 
 	if f.admin {
-		closeAdmin, err := startAdmin(ctx, m, g, config, paths.admin, logger)
+		serving := "stdio"
+		if f.http != "" {
+			serving = "http://" + f.http + "/mcp"
+			if f.tlsCert != "" {
+				serving = "https://" + f.http + "/mcp"
+			}
+		}
+		closeAdmin, err := startAdmin(ctx, m, g, config, paths, serving,
+			func(ctx context.Context) (client.ApplyResult, error) { return cw.Reload(ctx, m) }, logger)
 		if err != nil {
 			return err
 		}
@@ -342,17 +362,19 @@ func tlsConfig(f *serveFlags) (*tls.Config, error) {
 }
 
 // startAdmin serves the admin endpoint on a port of 127.0.0.1 and writes
-// the admin file that the commands find it by. The returned function stops
-// it and removes the file.
-func startAdmin(ctx context.Context, m *client.Manager, g *gateway.Gateway, config, path string, logger *slog.Logger) (func(), error) {
+// the admin file of this serve that the commands find it by. The returned
+// function stops it and removes the file.
+func startAdmin(ctx context.Context, m *client.Manager, g *gateway.Gateway, config string, paths statePaths, serving string,
+	reload func(context.Context) (client.ApplyResult, error), logger *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("the admin endpoint: %w", err)
 	}
 	token := newToken()
-	admin := gateway.NewAdmin(m, token)
-	admin.SetGateway(g)
-	srv := &http.Server{Handler: admin, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout, IdleTimeout: gateway.DefaultIdleTimeout,
+	started := time.Now()
+	h := admin.New(m, token, admin.Options{Gateway: g, Reload: reload,
+		Serve: admin.ServeInfo{PID: os.Getpid(), Started: started, Serving: serving, Version: version(), Config: config}})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout, IdleTimeout: gateway.DefaultIdleTimeout,
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 	served := make(chan struct{})
@@ -362,11 +384,9 @@ func startAdmin(ctx context.Context, m *client.Manager, g *gateway.Gateway, conf
 			logger.Error("mcpfleet: the admin endpoint stopped", "err", err)
 		}
 	}()
-	abs := config
-	if a, err := absPath(config); err == nil {
-		abs = a
-	}
-	if err := writeAdminFile(path, adminFile{Addr: ln.Addr().String(), Token: token, PID: os.Getpid(), Config: abs, Started: time.Now()}); err != nil {
+	path := paths.admin(os.Getpid())
+	if err := writeAdminFile(path, adminFile{Addr: ln.Addr().String(), Token: token, PID: os.Getpid(), Config: config,
+		Started: started, Serving: serving}); err != nil {
 		srv.Close()
 		<-served
 		return nil, fmt.Errorf("the admin file: %w", err)
@@ -376,6 +396,6 @@ func startAdmin(ctx context.Context, m *client.Manager, g *gateway.Gateway, conf
 		removeAdminFile(path, token)
 		srv.Close() // its watch streams end with ctx, which ends first
 		<-served
-		admin.Close()
+		h.Close()
 	}, nil
 }

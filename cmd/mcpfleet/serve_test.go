@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/tsclient"
@@ -89,7 +90,7 @@ func TestWatch(t *testing.T) {
 		}
 		first := next()
 		if asJSON {
-			var l gateway.StreamLine
+			var l admin.StreamLine
 			if json.Unmarshal([]byte(first), &l) != nil || len(l.Servers) == 0 {
 				t.Fatalf("watch --json starts with %q", first)
 			}

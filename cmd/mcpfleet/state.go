@@ -9,14 +9,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/filetrust"
 	"github.com/mcpfleet/mcpfleet/internal/netguard"
+	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
 // envStateDir overrides where mcpfleet keeps its state (tests set it).
@@ -50,13 +53,32 @@ func stateDir() (string, error) {
 // statePaths are the files of one config's state.
 type statePaths struct {
 	dir      string
-	admin    string // the running serve's address and token (mode 0600)
+	id       string // the config's: a hash of its absolute path
 	tokens   string // OAuth tokens (oauth.NewFileStore, mode 0600)
 	catalogs string // the catalog cache (client.WithCatalogCache)
-	children string // the stdio children's state file (client.WithStateFile)
 	// serveToken is the bearer token serve --http asks of its clients
 	// unless told otherwise: one for the user, kept across restarts.
 	serveToken string
+}
+
+// admin returns the admin file of the serve of pid: where its admin
+// endpoint listens and its token (mode 0600). Each serve of a config has
+// its own, so that one ending removes only its own.
+func (p statePaths) admin(pid int) string {
+	return filepath.Join(p.dir, fmt.Sprintf("admin-%s.%d.json", p.id, pid))
+}
+
+// adminPattern matches the admin files of every serve of the config.
+func (p statePaths) adminPattern() string { return filepath.Join(p.dir, "admin-"+p.id+".*.json") }
+
+// children returns the state file of the stdio children of the serve in
+// slot n (stdio.OpenRegistry): one per serve running at once, the first
+// free one taken.
+func (p statePaths) children(n int) string {
+	if n == 0 {
+		return filepath.Join(p.dir, "children-"+p.id+".state")
+	}
+	return filepath.Join(p.dir, fmt.Sprintf("children-%s.%d.state", p.id, n))
 }
 
 // pathsFor returns the state files of the config file at config, named
@@ -74,10 +96,9 @@ func pathsFor(config string) (statePaths, error) {
 	id := hex.EncodeToString(sum[:8])
 	return statePaths{
 		dir:        dir,
-		admin:      filepath.Join(dir, "admin-"+id+".json"),
+		id:         id,
 		tokens:     filepath.Join(dir, "tokens-"+id+".json"),
 		catalogs:   filepath.Join(dir, "catalogs-"+id+".json"),
-		children:   filepath.Join(dir, "children-"+id+".state"),
 		serveToken: filepath.Join(dir, "serve-token"),
 	}, nil
 }
@@ -92,6 +113,7 @@ type adminFile struct {
 	PID     int       `json:"pid"`
 	Config  string    `json:"config"`
 	Started time.Time `json:"started"`
+	Serving string    `json:"serving,omitempty"` // "stdio", or its HTTP endpoint
 }
 
 // newToken returns 32 random bytes in hex.
@@ -160,8 +182,7 @@ func readAdminFile(path string) (adminFile, error) {
 	return f, nil
 }
 
-// removeAdminFile removes the admin file at path if it is still ours (a
-// serve started later may have replaced it).
+// removeAdminFile removes the admin file at path if it is still ours.
 func removeAdminFile(path, token string) {
 	if f, err := readAdminFile(path); err == nil && f.Token == token {
 		_ = os.Remove(path)
@@ -236,9 +257,70 @@ func readSecretFile(path string) (string, error) {
 	return string(b), nil
 }
 
-var errNoServe = errors.New("no serve of this config is running")
+// serveFile is the admin file of a serve, as found.
+type serveFile struct {
+	path string
+	adminFile
+}
+
+// findServes returns the admin files of the serves of the config, newest
+// first, and why each file it passed over was not trusted.
+func findServes(paths statePaths) ([]serveFile, []error) {
+	names, _ := filepath.Glob(paths.adminPattern())
+	var out []serveFile
+	var bad []error
+	for _, name := range names {
+		f, err := readAdminFile(name)
+		switch {
+		case isNotExist(err):
+			// Its serve ended meanwhile.
+		case err != nil:
+			bad = append(bad, err)
+		default:
+			out = append(out, serveFile{path: name, adminFile: f})
+		}
+	}
+	slices.SortFunc(out, func(a, b serveFile) int {
+		if c := b.Started.Compare(a.Started); c != 0 {
+			return c
+		}
+		return b.PID - a.PID
+	})
+	return out, bad
+}
+
+// openRegistry opens the state file of this serve's stdio children: the
+// first slot no running serve of the config holds, so that a second serve
+// is a peer of the first, with a file of its own. The files of slots whose
+// serve ended without closing them (a crash) are swept of the children
+// they list, and removed. It returns nil, having logged why, when no file
+// can be used: the children then may outlive a crash of this serve.
+func openRegistry(paths statePaths, logger *slog.Logger) *stdio.Registry {
+	const slots = 64
+	opts := []stdio.RegistryOption{stdio.WithRegistryLogger(logger)}
+	for n := range slots {
+		reg, err := stdio.OpenRegistry(paths.children(n), opts...)
+		if errors.Is(err, stdio.ErrRegistryInUse) {
+			continue
+		}
+		if err != nil {
+			logger.Warn("mcpfleet: running without a state file: stdio servers may outlive a crash of this serve",
+				"path", paths.children(n), "error", err)
+			return nil
+		}
+		for m := n + 1; m < slots; m++ {
+			if _, err := os.Stat(paths.children(m)); err != nil {
+				continue
+			}
+			if old, err := stdio.OpenRegistry(paths.children(m), opts...); err == nil {
+				_ = old.Close() // swept: nothing left in it, so it is removed
+			}
+		}
+		return reg
+	}
+	logger.Warn("mcpfleet: running without a state file: every slot is in use", "serves", slots)
+	return nil
+}
 
 // isNotExist reports a missing file.
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
-
-func absPath(p string) (string, error) { return filepath.Abs(p) }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/client"
 	fleets "github.com/mcpfleet/mcpfleet/fleet"
 	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/configfile"
 	"github.com/mcpfleet/mcpfleet/internal/netguard"
 )
 
@@ -211,7 +212,7 @@ func gatewayOptions(f *serveFlags, logger *slog.Logger) []gateway.Option {
 func watchTeam(ctx context.Context, config, keysPath string, data []byte, keys *gateway.APIKeys, team *gateway.Team,
 	interval time.Duration, logger *slog.Logger) {
 	if interval <= 0 {
-		interval = gateway.DefaultWatchInterval
+		interval = configfile.DefaultWatchInterval
 	}
 	stamp := func(path string) string {
 		fi, err := os.Stat(path)

@@ -10,10 +10,17 @@
 // -tools picks how the model gets the tools:
 //
 //	all     every tool of the fleet (fine for a few dozen)
-//	budget  at most -max tools chosen by tool search for the prompt
-//	meta    two meta-tools, search_tools and call_tool, in place of the catalog
+//	budget  at most -max tools: the whole catalog if it fits, else the best
+//	        matches of the prompt (tool search), the rest of the budget filled
+//	        with other tools, one of each server in turn
+//	meta    the fleet's own tool search in place of the catalog: Gemini gets two
+//	        meta-tools, search_tools and call_tool; Anthropic search_tools, with
+//	        every tool deferred and loaded by what it finds (tool references);
+//	        OpenAI a tool_search run here, whose answers carry the tools found
 //	defer   the provider's own deferred loading: Anthropic's tool search tool,
 //	        OpenAI's tool_search with one namespace per server (Gemini has none)
+//
+// It prints what the model was offered, then the answer.
 //
 // It is a module of its own because it needs all three SDKs; the core
 // module keeps its three dependencies. Run from examples/agent.
@@ -27,6 +34,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	asdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -97,11 +105,17 @@ func Run(ctx context.Context, m *client.Manager, o Options, w io.Writer) error {
 	ts := m.NewToolSearch()
 	defer ts.Close()
 	meta := llm.NewMetaTools(m, ts)
-	tools, err := pick(m.View(), ts, o)
+	tools, found, err := pick(m.View(), ts, o)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d of %d tools offered (%s)\n", len(tools), m.View().NumTools(), o.Tools)
+	total := m.View().NumTools()
+	switch o.Tools {
+	case "all":
+		fmt.Fprintf(w, "%d of %d tools offered (all)\n", len(tools), total)
+	case "budget":
+		fmt.Fprintf(w, "%d of %d tools offered (budget of %d: %d found for the prompt)\n", len(tools), total, max(o.Max, 0), found)
+	} // meta and defer: each provider says what it was given
 	run := llm.RunOptions{}
 	switch o.Provider {
 	case "anthropic":
@@ -114,22 +128,72 @@ func Run(ctx context.Context, m *client.Manager, o Options, w io.Writer) error {
 	return fmt.Errorf("agent: unknown provider %q", o.Provider)
 }
 
-// pick chooses the fleet tools to declare (none for meta and defer).
-func pick(v *snapshot.View, ts *client.ToolSearch, o Options) ([]snapshot.Tool, error) {
+// pick chooses the fleet tools to declare (none for meta and defer), and
+// says how many of them tool search found for the prompt.
+func pick(v *snapshot.View, ts *client.ToolSearch, o Options) ([]snapshot.Tool, int, error) {
+	var all []snapshot.Tool
+	for t := range v.Tools() {
+		all = append(all, t)
+	}
 	switch o.Tools {
 	case "all":
-		var all []snapshot.Tool
-		for t := range v.Tools() {
-			all = append(all, t)
-		}
-		return all, nil
+		return all, 0, nil
 	case "budget":
+		if o.Max <= 0 {
+			o.Max = toolsearch.DefaultMax
+		}
+		if len(all) <= o.Max {
+			return all, 0, nil // the whole catalog fits: nothing to choose
+		}
+		// A prompt's words need not be a tool's ("what is 2+3" names no
+		// add): the matches first, then the rest of the budget.
 		sel, err := ts.Select(toolsearch.Budget{Max: o.Max, Query: toolsearch.Query{Text: o.Prompt}, PerServer: o.Max / 2})
-		return sel.Tools, err
+		if err != nil {
+			return nil, 0, err
+		}
+		return fill(sel.Tools, all, o.Max), len(sel.Found), nil
 	case "meta", "defer":
-		return nil, nil
+		return nil, 0, nil
 	}
-	return nil, fmt.Errorf("agent: unknown -tools %q", o.Tools)
+	return nil, 0, fmt.Errorf("agent: unknown -tools %q", o.Tools)
+}
+
+// fill adds tools of all to chosen up to max: one of each server in turn,
+// in the catalog's order, so that no server takes the rest of the budget.
+func fill(chosen, all []snapshot.Tool, max int) []snapshot.Tool {
+	have := map[string]bool{}
+	for _, t := range chosen {
+		have[t.Qualified()] = true
+	}
+	var servers []string
+	byServer := map[string][]snapshot.Tool{}
+	for _, t := range all {
+		if have[t.Qualified()] {
+			continue
+		}
+		if _, ok := byServer[t.Server()]; !ok {
+			servers = append(servers, t.Server())
+		}
+		byServer[t.Server()] = append(byServer[t.Server()], t)
+	}
+	for added := true; added && len(chosen) < max; {
+		added = false
+		for _, s := range servers {
+			if rest := byServer[s]; len(rest) > 0 && len(chosen) < max {
+				chosen, byServer[s], added = append(chosen, rest[0]), rest[1:], true
+			}
+		}
+	}
+	return chosen
+}
+
+// names are the functions a Gemini tool declares.
+func names(t *genai.Tool) []string {
+	var out []string
+	for _, f := range t.FunctionDeclarations {
+		out = append(out, f.Name)
+	}
+	return out
 }
 
 func report(w io.Writer, reports []llm.Report) {
@@ -156,8 +220,11 @@ func runAnthropic(ctx context.Context, m *client.Manager, meta *llm.MetaTools, t
 	case "meta":
 		params, reports = anthropic.MetaTools(m.View(), meta)
 		a = anthropic.New(m, anthropic.WithMetaTools(meta), anthropic.WithRunOptions(run))
+		search, _ := meta.Names()
+		fmt.Fprintf(w, "1 tool offered (%s) and %d deferred, loaded by what it finds (meta)\n", search, len(params)-1)
 	case "defer":
 		params, reports = anthropic.DeferredTools(m.View(), anthropic.SearchBM25)
+		fmt.Fprintf(w, "1 tool offered (Anthropic's tool search) and %d deferred (defer)\n", len(params)-1)
 	default:
 		params, reports = anthropic.Tools(tools)
 	}
@@ -196,8 +263,10 @@ func runOpenAI(ctx context.Context, m *client.Manager, meta *llm.MetaTools, tool
 	switch o.Tools {
 	case "meta":
 		params = openai.ResponsesClientSearch(meta)
+		fmt.Fprintf(w, "1 tool offered (tool_search, run here) in place of %d: its answers carry the tools found (meta)\n", m.View().NumTools())
 	case "defer":
 		params, reports = openai.ResponsesDeferredTools(m.View())
+		fmt.Fprintf(w, "1 tool offered (OpenAI's tool_search) and %d deferred in %d namespaces (defer)\n", m.View().NumTools(), len(params)-1)
 	default:
 		params, reports = openai.ResponsesTools(tools)
 	}
@@ -235,6 +304,8 @@ func runGemini(ctx context.Context, m *client.Manager, meta *llm.MetaTools, tool
 	case "meta":
 		decl = gemini.MetaTools(meta)
 		a = gemini.New(m, gemini.WithMetaTools(meta), gemini.WithRunOptions(run))
+		fmt.Fprintf(w, "%d tools offered in place of %d (meta): %s\n", len(decl.FunctionDeclarations), m.View().NumTools(),
+			strings.Join(names(decl), ", "))
 	case "defer":
 		return errors.New("agent: Gemini has no deferred loading; use -tools meta or budget")
 	default:

@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/texttable"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
@@ -28,8 +27,8 @@ func writeStatus(w io.Writer, statuses []client.ServerStatus, now time.Time) {
 		fmt.Fprintln(w, "no servers")
 		return
 	}
-	t := texttable.Table{Shrink: []texttable.Shrink{{Col: 0, Min: 12}, {Col: 5, Min: 10}, {Col: 6, Min: 10}}}
-	t.Row("SERVER", "STATE", "GEN", "TOOLS", "QUARANTINED", "RETRY", "IDLE")
+	t := table{shrink: []shrink{{col: 0, min: 12}, {col: 5, min: 10}, {col: 6, min: 10}}}
+	t.row("SERVER", "STATE", "GEN", "TOOLS", "QUARANTINED", "RETRY", "IDLE")
 	for _, s := range statuses {
 		retry := "-"
 		switch {
@@ -40,16 +39,16 @@ func writeStatus(w io.Writer, statuses []client.ServerStatus, now time.Time) {
 		case s.Attempt > 0:
 			retry = fmt.Sprintf("%d failed", s.Attempt)
 		}
-		t.Row(s.Name, s.State.String(), fmt.Sprint(s.Generation), fmt.Sprint(s.Tools), fmt.Sprint(len(s.Quarantined)),
+		t.row(s.Name, s.State.String(), fmt.Sprint(s.Generation), fmt.Sprint(s.Tools), fmt.Sprint(len(s.Quarantined)),
 			retry, idle(s, now))
 		switch {
 		case s.LastError != nil:
-			t.Note("  last error: " + firstLine(s.LastError.Error()))
+			t.note("  last error: " + firstLine(s.LastError.Error()))
 		case s.CatalogError != nil:
-			t.Note("  catalog error: " + firstLine(s.CatalogError.Error()))
+			t.note("  catalog error: " + firstLine(s.CatalogError.Error()))
 		}
 	}
-	t.Write(w)
+	t.write(w)
 }
 
 // idle says whether the server was closed for going unused ("idle 2m3s":
@@ -101,22 +100,22 @@ func (h *host) tools(w io.Writer, server string) {
 	}
 	view := h.m.View()
 	// A description is cut first, then a long name.
-	tab := texttable.Table{Shrink: []texttable.Shrink{{Col: 1, Min: 30}, {Col: 0, Min: 20}}}
+	tab := table{shrink: []shrink{{col: 1, min: 30}, {col: 0, min: 20}}}
 	n := 0
 	for t := range view.Tools() {
 		if server != "" && t.Server() != server {
 			continue
 		}
 		n++
-		tab.Row(t.Qualified(), firstLine(t.Definition().Description))
+		tab.row(t.Qualified(), firstLine(t.Definition().Description))
 	}
 	for _, q := range view.Quarantined() {
 		if server != "" && q.Server != server {
 			continue
 		}
-		tab.Row("-", fmt.Sprintf("(quarantined: %s's tool %q has the name %s held by %s)", q.Server, q.Tool, q.Qualified, q.Holder))
+		tab.row("-", fmt.Sprintf("(quarantined: %s's tool %q has the name %s held by %s)", q.Server, q.Tool, q.Qualified, q.Holder))
 	}
-	tab.Write(w)
+	tab.write(w)
 	if n == 0 {
 		if server != "" {
 			fmt.Fprintf(w, "no tools published for %s\n", server)

@@ -57,7 +57,6 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/texttable"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
@@ -141,7 +140,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		<-timelineDone
 	}()
 
-	h.printf("host: %s from %s; type help for commands\n", texttable.Plural(len(cfg.Servers), "server", "servers"), *path)
+	h.printf("host: %s from %s; type help for commands\n", plural(len(cfg.Servers), "server", "servers"), *path)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	_, err = h.m.Apply(actx, cfg)
 	cancel()

@@ -22,7 +22,6 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/npmtest"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/proctest"
-	"github.com/mcpfleet/mcpfleet/internal/texttable"
 )
 
 func TestMain(m *testing.M) {
@@ -240,8 +239,8 @@ func TestHostNoConfig(t *testing.T) {
 		}
 	}
 	for _, l := range out.snapshot() {
-		if len([]rune(l)) > texttable.Width {
-			t.Errorf("line over %d columns: %q", texttable.Width, l)
+		if len([]rune(l)) > width {
+			t.Errorf("line over %d columns: %q", width, l)
 		}
 	}
 

@@ -3,13 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/texttable"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
@@ -19,8 +21,8 @@ func fits(t *testing.T, out string) []string {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	for _, l := range lines {
-		if n := utf8.RuneCountInString(l); n > texttable.Width {
-			t.Errorf("line of %d columns, over %d:\n%s", n, texttable.Width, l)
+		if n := utf8.RuneCountInString(l); n > width {
+			t.Errorf("line of %d columns, over %d:\n%s", n, width, l)
 		}
 	}
 	if t.Failed() {
@@ -131,5 +133,29 @@ func TestEventLineFitsWidth(t *testing.T) {
 				t.Errorf("line %q, want it to start with %q", line, tc.want)
 			}
 		})
+	}
+}
+
+// TestPublicImportsOnly: the host's own files import no internal package
+// of the module, so that they can be copied out as the start of a host.
+func TestPublicImportsOnly(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if path := strings.Trim(imp.Path.Value, `"`); strings.Contains(path, "/internal/") || strings.HasSuffix(path, "/internal") {
+				t.Errorf("%s imports %s, which a host out of this module cannot", name, path)
+			}
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/texttable"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
@@ -18,7 +17,7 @@ func (h *host) timeline(events <-chan client.Event) {
 	for e := range events {
 		var b strings.Builder
 		if e.Dropped > 0 {
-			fmt.Fprintf(&b, "* (%s lost: the timeline fell behind)\n", texttable.Plural(int(e.Dropped), "event", "events"))
+			fmt.Fprintf(&b, "* (%s lost: the timeline fell behind)\n", plural(int(e.Dropped), "event", "events"))
 		}
 		b.WriteString(eventLine(e) + "\n")
 		h.write(b.String())
@@ -31,13 +30,13 @@ func (h *host) timeline(events <-chan client.Event) {
 func eventLine(e client.Event) string {
 	stamp := "* " + e.Time.Format("15:04:05.000") + " "
 	line := stamp + describe(e, false)
-	if utf8.RuneCountInString(line) > texttable.Width {
+	if utf8.RuneCountInString(line) > width {
 		line = stamp + describe(e, true)
 	}
 	if e.Err != nil {
 		return line
 	}
-	return texttable.Cut(line, texttable.Width)
+	return cut(line, width)
 }
 
 // describe renders one event; brief counts a catalog change's tools
@@ -73,7 +72,7 @@ func diffText(d *snapshot.Diff, brief bool) string {
 		switch {
 		case len(names) == 0:
 		case brief:
-			fmt.Fprintf(&b, " %s %s;", what, texttable.Plural(len(names), "tool", "tools"))
+			fmt.Fprintf(&b, " %s %s;", what, plural(len(names), "tool", "tools"))
 		default:
 			fmt.Fprintf(&b, " %s %s;", what, strings.Join(names, " "))
 		}

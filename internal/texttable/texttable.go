@@ -1,6 +1,7 @@
 // Package texttable lays out text for a terminal beside an editor: tables
 // whose columns are cut to fit a width, wrapped notes, counted nouns. The
-// example host and the mcpfleet command line print with it.
+// mcpfleet command line prints with it (examples/host keeps a copy of its
+// own, so that it uses only public packages).
 package texttable
 
 import (

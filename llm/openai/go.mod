@@ -3,6 +3,7 @@ module github.com/mcpfleet/mcpfleet/llm/openai
 go 1.26.0
 
 require (
+	github.com/mark3labs/mcp-go v1.2.1
 	github.com/mcpfleet/mcpfleet v0.0.0
 	github.com/openai/openai-go/v3 v3.98.0
 	go.uber.org/goleak v1.3.0
@@ -13,7 +14,6 @@ require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/mark3labs/mcp-go v1.2.1 // indirect
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect

@@ -103,9 +103,20 @@ func (s *Store) fail(op, key string, err error) error {
 // Tokens: one hash per user and server; field "bound" names the issuer
 // their credentials are bound to, "d:<issuer>" and "f:<issuer>" hold each
 // issuer's document and fence.
+//
+// The key joins user and server with ":", so neither may hold a ":" of
+// its own: PathEscape leaves ":" as it is, and (alice, crm:eu) and
+// (alice:crm, eu) were one key, each user loading the other's
+// credentials. escPart escapes it too. Names without ":" have the key
+// they had; a key written before for a name with ":" (it has two ":"
+// after "tokens:") is read by no one any more: those users authorize
+// again, and the old keys can be deleted (see SECURITY.md).
 func (s *Store) tokensKey(user, server string) string {
-	return s.prefix + "tokens:" + esc(user) + ":" + esc(server)
+	return s.prefix + "tokens:" + escPart(user) + ":" + escPart(server)
 }
+
+// escPart escapes p for a key whose parts are joined with ":".
+func escPart(p string) string { return strings.ReplaceAll(url.PathEscape(p), ":", "%3A") }
 
 // saveToken writes a record unless the stored one was written under a
 // larger fence; a stored fence that does not parse (a corrupt record)

@@ -126,7 +126,8 @@ func TestCorruptRecords(t *testing.T) {
 	}
 	storetest.RunCorrupt(t, pair, storetest.Corrupter{
 		TokenFence: func(t *testing.T, k store.TokenKey) {
-			key := prefix + "tokens:" + url.PathEscape(k.User) + ":" + url.PathEscape(k.Server)
+			esc := func(p string) string { return strings.ReplaceAll(url.PathEscape(p), ":", "%3A") }
+			key := prefix + "tokens:" + esc(k.User) + ":" + esc(k.Server)
 			if err := raw.HSet(t.Context(), key, "f:"+k.Issuer, "not-a-number").Err(); err != nil {
 				t.Fatal(err)
 			}

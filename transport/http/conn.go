@@ -5,11 +5,14 @@
 //
 // A Conn satisfies the client package's Conn and ReadyHook interfaces. It
 // hands the Manager an mcp-go transport that is not started yet, and keeps
-// what mcp-go does not report in view: the notification stream breaking
-// off (a server restart shows within milliseconds, before the next call),
-// and the server forgetting the session. Each Conn has its own HTTP
-// connection pool, closed with it, so a dial after a server restart never
-// inherits a dead keep-alive connection.
+// what mcp-go does not report in view: the server forgetting the session,
+// and the notification stream breaking off. On the older protocol a broken
+// stream is reopened in its session (session.go): a restart shows as the
+// server's 404 for the session, or as a server that cannot be reached, in
+// well under a second and before the next call; a cut alone does not end
+// the Conn. Each Conn has its own HTTP connection pool, closed with it, so
+// a dial after a server restart never inherits a dead keep-alive
+// connection.
 //
 // Credentials stay with the server's origin (scheme, host and port): a
 // redirect to another origin, https to http included, is refused
@@ -90,6 +93,17 @@ type Conn struct {
 	tooLarge frame.TooLargeAnswers
 
 	onResume atomic.Pointer[func()] // OnResume's callback
+	reopens  atomic.Int64           // the notification stream reopened in its session
+	onReopen atomic.Pointer[func()] // OnStreamReopen's callback
+
+	// discoverFailed is why server/discover failed without the server's
+	// answer (noteDiscover); nil when it did not.
+	discoverFailed atomic.Pointer[error]
+
+	// The session (session.go).
+	keep        atomic.Bool  // KeepSession: Close sends no DELETE
+	joined      atomic.Bool  // the Conn went on in the session of WithRejoin
+	rejoinState atomic.Int32 // rejoinUndecided, rejoinJoined, rejoinDone
 }
 
 // Dial checks that the server is reachable and returns a Conn whose
@@ -122,6 +136,9 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		ExpectContinueTimeout: time.Second,
 	}
 	if err := probe(ctx, dialer, pool, spec.URL); err != nil {
+		if o.rejoin != nil && connRefused(err) {
+			err = &goneError{err: err}
+		}
 		return nil, redact.Error(&Error{Op: "dial", URL: redact.URL(spec.URL), Err: err}, spec.URL)
 	}
 	u, _ := url.Parse(spec.URL) // Validate parsed it
@@ -224,8 +241,9 @@ func (c *Conn) Transport() transport.Interface { return c.tr }
 func (c *Conn) Spec() Spec { return c.spec }
 
 // Done is closed as soon as the connection is known to be dead: the
-// notification stream broke off, the server forgot the session, or Close
-// was called. A failed call alone does not close it.
+// notification stream broke off and could not be reopened in its session
+// (on 2026-07-28: broke off), the server forgot the session, or Close was
+// called. A failed call alone does not close it.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err says why Done was closed; it wraps ErrStreamLost, ErrStaleSession
@@ -612,7 +630,9 @@ func (c *Conn) fail(err error) {
 }
 
 // Close tears the connection down: it sends the session DELETE where a
-// session exists (bounded by the delete timeout and ctx), ends the
+// session exists and the host ends it (not after KeepSession, nor after
+// the Conn failed: see SessionKeeper), bounded by the delete timeout and
+// ctx; it ends the
 // notification stream and every request in flight, and closes the Conn's
 // connections. It returns by the time ctx ends at the latest, and is safe
 // to call more than once and concurrently.

@@ -2,6 +2,7 @@ package http
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -14,8 +15,9 @@ import (
 var (
 	// ErrStreamLost is Conn.Err's cause when the notification stream (the
 	// 2026-07-28 subscriptions/listen stream, the older protocol's GET
-	// stream, or the legacy SSE stream) broke off: the server restarted,
-	// went away, or dropped us.
+	// stream, or the legacy SSE stream) broke off and, for the GET stream,
+	// could not be reopened in its session (WithStreamReopenAttempts): the
+	// server restarted, went away, or dropped us.
 	ErrStreamLost = errors.New("notification stream lost")
 
 	// ErrStaleSession is Conn.Err's cause when the server answered a request
@@ -61,6 +63,24 @@ func (e staleSessionError) Error() string {
 func (e staleSessionError) Is(target error) bool {
 	return target == ErrStaleSession || target == transport.ErrSessionTerminated
 }
+
+// restartedError is the cause recorded when the server's port was closed
+// while the notification stream was being reopened, and a server answered
+// there again: a new process, which has none of the session.
+type restartedError struct{}
+
+func (restartedError) Error() string {
+	return ErrStaleSession.Error() + " (the server refused connections, then answered again: a new process)"
+}
+
+func (restartedError) Is(target error) bool {
+	return target == ErrStaleSession || target == transport.ErrSessionTerminated || target == seam.ErrSessionGone
+}
+
+// errProcessGone is added to the cause of a Conn whose server refused
+// connections (nothing listens on its port): its process is gone, and its
+// session with it; a process that answers there later is a new one.
+var errProcessGone = fmt.Errorf("the server refused connections: its process, and the session with it, is gone (%w)", seam.ErrSessionGone)
 
 // notSentError is the error of a request that never went out; it wraps
 // both ErrNotSent and net/http's error (through mcp-go's wrapping too:

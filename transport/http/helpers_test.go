@@ -26,9 +26,12 @@ type session struct {
 	notes chan string
 }
 
+// testLogLevel is the level testLogger writes from.
+var testLogLevel = slog.LevelInfo
+
 // testLogger logs into the test's output.
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: testLogLevel}))
 }
 
 type testWriter struct{ t testing.TB }

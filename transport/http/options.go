@@ -27,6 +27,9 @@ type options struct {
 	maxMessage        int64      // 0: no limit
 	auth              Authorizer // WithAuthorizer; nil sends only the spec's headers
 	resumeAttempts    int        // WithResumeAttempts; 0: no resumption, <0: no bound
+	reopenAttempts    int        // WithStreamReopenAttempts; 0: a broken stream is the Conn's loss
+	streamReplay      bool       // WithStreamReplay: reopen the stream with Last-Event-ID
+	rejoin            *Rejoin    // WithRejoin; nil starts a session
 	// wrapDial, set only by tests, wraps the pool's dial function under
 	// the connection tracking, to hold dials and reads.
 	wrapDial func(dialFunc) dialFunc
@@ -39,6 +42,7 @@ func defaultOptions() options {
 		deleteTimeout:     DefaultDeleteTimeout,
 		dialTimeout:       DefaultDialTimeout,
 		resumeAttempts:    DefaultResumeAttempts,
+		reopenAttempts:    DefaultStreamReopenAttempts,
 	}
 }
 

@@ -36,6 +36,26 @@ import (
 // 2026-07-28 removed resumption: its requests are left alone, and a
 // request whose answer broke off there is the Manager's to send again
 // under its replay rule.
+//
+// The same body carries the older protocol's standalone GET stream (the
+// notification stream), in its stream mode: a break there, or the server
+// ending the stream, is not the end of the session (the server keeps it
+// until it answers 404 to its id, or the client sends DELETE), so the
+// stream is reopened in the session at once. Only a server that answers
+// 404 for the session (it forgot it: the Conn fails as a stale session),
+// or that cannot be reached in the stream reopen attempts, ends the Conn
+// (ErrStreamLost).
+//
+// The stream is reopened afresh, without Last-Event-ID, unless
+// WithStreamReplay asks for it: the TypeScript SDK's example event store
+// (InMemoryEventStore, which servers built from its examples copy) files
+// the standalone stream's events under the stream id "_GET_stream" and
+// reads a stream id back as what comes before the first '_' of an event
+// ID, so a replay there finds no stream, answers 200 and leaves the
+// session's notifications going nowhere, for good, with only keep-alives
+// on the wire. Notifications sent while the stream was broken are lost
+// instead; the Manager makes up for what matters (OnStreamReopen: it
+// refetches the lists that changed and polls the tasks).
 
 const (
 	// DefaultResumeAttempts is how many times a Conn tries to resume one
@@ -48,7 +68,34 @@ const (
 	// attempt waits only for the retry field.
 	resumeBackoff    = 100 * time.Millisecond
 	resumeBackoffMax = 2 * time.Second
+
+	// DefaultStreamReopenAttempts is how many times a Conn tries to reopen
+	// its notification stream (the older protocol's GET stream) in its
+	// session after it broke off, before it takes the server for gone
+	// (ErrStreamLost). The tries back off as resumption's do: with the
+	// default, a server that cannot be reached is given up on about 0.7 s
+	// after the break.
+	DefaultStreamReopenAttempts = 4
 )
+
+// WithStreamReplay makes the Conn reopen its notification stream with
+// Last-Event-ID when the server gave event IDs on it, so that the server
+// sends again what it sent while the stream was broken. Use it only with
+// servers whose event store resumes the standalone GET stream (mcp-go's
+// WithEventStore, the official Go SDK's do; the TypeScript SDK's example
+// store does not: see the package doc). Defaults to off.
+func WithStreamReplay() Option {
+	return func(o *options) { o.streamReplay = true }
+}
+
+// WithStreamReopenAttempts sets how many times the Conn tries to reopen
+// its notification stream in its session after it broke off (see the
+// package doc), before the Conn fails with ErrStreamLost. Defaults to
+// DefaultStreamReopenAttempts; 0 or less turns reopening off: a broken
+// stream is then the connection's loss at once.
+func WithStreamReopenAttempts(n int) Option {
+	return func(o *options) { o.reopenAttempts = max(n, 0) }
+}
 
 // WithResumeAttempts sets how many times the Conn tries to resume one
 // answer stream that broke off, before its request fails (see the package
@@ -70,6 +117,29 @@ func (c *Conn) resumed() {
 		(*f)()
 	}
 }
+
+// reopened records that the notification stream was reopened in its
+// session after a break, and tells the OnStreamReopen callback.
+func (c *Conn) reopened(cause error, replayed bool) {
+	c.reopens.Add(1)
+	c.log.Debug("mcpfleet: http: notification stream reopened in its session",
+		"session", c.SessionID() != "", "replayed", replayed, "break", cause)
+	if f := c.onReopen.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// OnStreamReopen sets f to be called each time the Conn reopened its
+// notification stream in its session after a break
+// (transport.SessionKeeper): notifications the server sent meanwhile may
+// be lost (see WithStreamReplay). f runs on the goroutine reading the
+// stream; it must be quick and must not block. Set it before the
+// transport starts.
+func (c *Conn) OnStreamReopen(f func()) { c.onReopen.Store(&f) }
+
+// StreamReopens returns how many times the Conn reopened its notification
+// stream in its session after it broke off (see WithStreamReopenAttempts).
+func (c *Conn) StreamReopens() int64 { return c.reopens.Load() }
 
 // resumable reports whether resp, the answer to req, is an event stream
 // the Conn may resume if it breaks: a Streamable HTTP answer, on the
@@ -98,6 +168,10 @@ func (rt *roundTripper) resumable(req *nethttp.Request, resp *nethttp.Response) 
 type resumeBody struct {
 	rt  *roundTripper
 	req *nethttp.Request // the request answered; its URL and headers make the GET
+	// stream marks the notification stream (the older protocol's GET
+	// stream): it is reopened after any break, with or without an event
+	// ID, and its final failure is the Conn's loss.
+	stream bool
 
 	// ctx is the request's, ended also by Close: it bounds the waits and
 	// the GETs of resuming.
@@ -118,6 +192,10 @@ type resumeBody struct {
 	retry   time.Duration
 	broke   error // why the stream broke, once pending[:ready] is handed out
 	err     error // the error Read returns once pending is empty
+	// refused is set, in stream mode, once an attempt to reopen the stream
+	// found the server's port closed: its process went away, and took the
+	// session with it, whatever answers there afterwards.
+	refused bool
 }
 
 func (rt *roundTripper) resumer(req *nethttp.Request, body io.ReadCloser) *resumeBody {
@@ -127,6 +205,14 @@ func (rt *roundTripper) resumer(req *nethttp.Request, body io.ReadCloser) *resum
 	// an event of its own.
 	last := req.Header.Get("Last-Event-ID")
 	return &resumeBody{rt: rt, req: req, ctx: ctx, cancel: cancel, body: body, idBuf: last, lastID: last}
+}
+
+// reopener wraps body, the notification stream's, so that it is reopened
+// in its session when it breaks (stream mode).
+func (rt *roundTripper) reopener(req *nethttp.Request, body io.ReadCloser) *resumeBody {
+	b := rt.resumer(req, body)
+	b.stream = true
+	return b
 }
 
 func (b *resumeBody) Read(p []byte) (int, error) {
@@ -182,6 +268,10 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 func (b *resumeBody) upstream(err error) {
 	switch {
 	case err == nil:
+	case b.stream && b.ctx.Err() == nil && !b.rt.c.closing.Load():
+		// The notification stream: its end, clean or not, is not the
+		// session's. What came whole before it is handed out first.
+		b.broke = err
 	case errors.Is(err, io.EOF):
 		b.ready, b.scanned = len(b.pending), len(b.pending)
 		b.err = io.EOF
@@ -216,6 +306,30 @@ func (b *resumeBody) resume() {
 	b.pending, b.ready, b.scanned = b.pending[:0], 0, 0
 	b.idBuf = b.lastID
 	body, err := b.reopen(cause)
+	if err == nil && b.refused {
+		// Back, after its port was closed: a new process, which knows
+		// nothing of the session, whether it says so or not (a server
+		// that does not check session ids would take the stream).
+		body.Close()
+		b.rt.c.fail(restartedError{})
+		b.err = cause
+		return
+	}
+	if err != nil && b.stream {
+		// The server cannot be reached, or forgot the session (the
+		// Conn failed as stale already, when it said so).
+		if b.ctx.Err() == nil && !b.rt.c.closing.Load() {
+			// The reopen's error is told, not wrapped: its "not sent" is
+			// about the reopen, not about any request of the caller's.
+			err = fmt.Errorf("server ended the stream: %w; reopening it in its session: %v", cause, err)
+			if b.refused {
+				err = fmt.Errorf("%w; %w", err, errProcessGone)
+			}
+			b.rt.c.streamLost(err)
+		}
+		b.err = cause
+		return
+	}
 	if err != nil {
 		// A Warn: the request's outcome is lost after all.
 		b.rt.c.log.Warn("mcpfleet: http: could not resume a broken answer stream",
@@ -234,6 +348,10 @@ func (b *resumeBody) resume() {
 	b.body = body
 	b.mu.Unlock()
 	old.Close()
+	if b.stream {
+		b.rt.c.reopened(cause, b.replays())
+		return
+	}
 	b.rt.c.resumed()
 }
 
@@ -245,6 +363,9 @@ var errResumeClosed = errors.New("http: answer stream closed")
 // the first try and backing off after.
 func (b *resumeBody) reopen(cause error) (io.ReadCloser, error) {
 	attempts := b.rt.c.opts.resumeAttempts
+	if b.stream {
+		attempts = b.rt.c.opts.reopenAttempts
+	}
 	wait := b.retry
 	err := cause
 	for try := 1; attempts < 0 || try <= attempts; try++ {
@@ -269,6 +390,9 @@ func (b *resumeBody) reopen(cause error) (io.ReadCloser, error) {
 		if err == nil {
 			return body, nil
 		}
+		if b.stream && connRefused(err) {
+			b.refused = true
+		}
 		if final {
 			return nil, err
 		}
@@ -289,13 +413,19 @@ func (b *resumeBody) get() (body io.ReadCloser, final bool, err error) {
 		req.Header.Del(h)
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Last-Event-ID", b.lastID)
+	req.Header.Del("Last-Event-ID")
+	if b.replays() {
+		req.Header.Set("Last-Event-ID", b.lastID)
+	}
 	req.Host = b.req.Host
 	resp, err := b.rt.answer(req)
 	if err != nil {
 		return nil, false, err
 	}
-	if resp.StatusCode != nethttp.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
+	// Older mcp-go servers (v0.32, v0.34) answer the GET stream with 202
+	// Accepted (see stream).
+	ok := resp.StatusCode == nethttp.StatusOK || b.stream && resp.StatusCode == nethttp.StatusAccepted
+	if !ok || !isEventStream(resp.Header.Get("Content-Type")) {
 		discard(resp)
 		return nil, refusesResumption(resp.StatusCode), fmt.Errorf("resuming: server answered HTTP %d (%s)", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -315,6 +445,13 @@ func refusesResumption(status int) bool {
 		return true
 	}
 	return false
+}
+
+// replays reports whether the stream is asked for again from b.lastID: an
+// answer's always; the notification stream's only WithStreamReplay, and
+// once the server gave an event ID on it.
+func (b *resumeBody) replays() bool {
+	return b.lastID != "" && (!b.stream || b.rt.c.opts.streamReplay)
 }
 
 // scan parses the lines of buf from offset from, updating the event IDs

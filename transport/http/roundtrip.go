@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -41,11 +42,24 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		// nearby can outrun: nothing goes out after Close returned.
 		return nil, &notSentError{err: ErrClosed}
 	}
+	if rt.c.opts.rejoin != nil && req.Method == nethttp.MethodPost && rt.c.spec.Kind == StreamableHTTP {
+		if resp, err, ok := rt.rejoinStep(req); ok {
+			return resp, err
+		}
+	}
 	switch {
 	case rt.isStream(req):
 		return rt.stream(req)
 	case req.Method == nethttp.MethodDelete:
 		return rt.delete(req)
+	}
+	req = rt.inSession(req)
+	if req.Method == nethttp.MethodPost && rt.c.discoverFailed.Load() != nil {
+		if method, _ := peekRPC(req); method == string(mcp.MethodInitialize) {
+			// mcp-go falls back to the older handshake whenever discover
+			// fails; a proxy's 502 says nothing of the server's protocol.
+			return nil, &notSentError{err: fmt.Errorf("initialize not sent: %w", *rt.c.discoverFailed.Load())}
+		}
 	}
 	var cancel context.CancelFunc
 	if t := rt.c.spec.Timeout; t > 0 {
@@ -54,6 +68,9 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		req = req.WithContext(ctx)
 	}
 	resp, err := rt.answer(req)
+	if req.Header.Get(mcp.HeaderMethod) == string(mcp.MethodServerDiscover) {
+		rt.c.noteDiscover(resp, err)
+	}
 	if err != nil {
 		if cancel != nil {
 			cancel()
@@ -67,6 +84,28 @@ func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, erro
 		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	}
 	return resp, nil
+}
+
+// noteDiscover records why server/discover failed when no answer of the
+// server's says so (a transport error, or a proxy's 502, 503 or 504), so
+// that the initialize mcp-go falls back to is not sent: it would settle on
+// the older protocol (and open a session) with a server that may well
+// speak 2026-07-28. A server's own answer (an error, a 404, a result)
+// clears it.
+func (c *Conn) noteDiscover(resp *nethttp.Response, err error) {
+	var why error
+	switch {
+	case err != nil && !isContextErr(err):
+		why = fmt.Errorf("server/discover failed: %w", err)
+	case err == nil && (resp.StatusCode == nethttp.StatusBadGateway || resp.StatusCode == nethttp.StatusServiceUnavailable ||
+		resp.StatusCode == nethttp.StatusGatewayTimeout):
+		why = fmt.Errorf("server/discover got HTTP %d from a proxy in front of the server: its protocol generation is not known", resp.StatusCode)
+	}
+	if why == nil {
+		c.discoverFailed.Store(nil)
+		return
+	}
+	c.discoverFailed.Store(&why)
 }
 
 // answer sends req, a request that is not the notification stream's nor
@@ -83,7 +122,12 @@ func (rt *roundTripper) answer(req *nethttp.Request) (*nethttp.Response, error) 
 	if resp.StatusCode == nethttp.StatusNotFound && rt.sessionless(req) {
 		resp = answer404(resp)
 	}
-	if rt.onSession(req) {
+	if rt.foreign(req) {
+		// Another connection's session (a task's): its loss is not ours.
+		if err := foreignGone(resp); err != nil {
+			return nil, err
+		}
+	} else if rt.onSession(req) {
 		if resp, err = rt.checkSession(req, resp); err != nil {
 			return nil, err
 		}
@@ -116,6 +160,9 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		return methodNotAllowed(req), nil
 	}
 	resp, err := rt.send(req)
+	if err == nil && getStream && resp.StatusCode == nethttp.StatusConflict {
+		resp, err = rt.streamConflict(req, resp)
+	}
 	if err != nil {
 		if req.Method == nethttp.MethodGet && req.Context().Err() == nil && !c.closing.Load() {
 			c.streamFailed(err)
@@ -131,6 +178,12 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		c.stream.set(streamOpen, nil)
 		if c.opts.maxMessage > 0 {
 			c.limitBody(resp)
+		}
+		if getStream && c.opts.reopenAttempts > 0 {
+			// The session outlives the stream: a break is reopened in it
+			// (resume.go), and only a server gone or forgetful ends c.
+			resp.Body = rt.reopener(req, resp.Body)
+			return resp, nil
 		}
 		resp.Body = &streamBody{ReadCloser: resp.Body, c: c, ctx: req.Context()}
 		return resp, nil
@@ -150,6 +203,30 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
 		return methodNotAllowed(req), nil
+	}
+	return resp, nil
+}
+
+// streamConflict asks again for the GET stream that the server answered
+// 409 Conflict: it still holds the session's previous stream, whose
+// connection broke (or whose Conn was replaced by one that rejoined the
+// session) before the server noticed. The TypeScript SDK answers so until
+// then. It tries as often as a broken stream is reopened, backing off,
+// and returns the last answer.
+func (rt *roundTripper) streamConflict(req *nethttp.Request, resp *nethttp.Response) (*nethttp.Response, error) {
+	for try := 1; try < max(rt.c.opts.reopenAttempts, 1)+1 && resp.StatusCode == nethttp.StatusConflict; try++ {
+		discard(resp)
+		t := time.NewTimer(min(resumeBackoff<<(try-1), resumeBackoffMax))
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+			return nil, req.Context().Err()
+		}
+		var err error
+		if resp, err = rt.send(req.Clone(req.Context())); err != nil {
+			return nil, err
+		}
 	}
 	return resp, nil
 }
@@ -339,6 +416,10 @@ func rewind(req *nethttp.Request) (*nethttp.Request, bool) {
 // delete sends the session DELETE bounded by the delete timeout and by the
 // context Close was called with.
 func (rt *roundTripper) delete(req *nethttp.Request) (*nethttp.Response, error) {
+	if rt.c.deleteSkipped() {
+		// The session is kept for a later connection, or already gone.
+		return synthetic(req, nethttp.StatusNoContent), nil
+	}
 	ctx, cancel := context.WithTimeout(req.Context(), rt.c.opts.deleteTimeout)
 	stop := context.AfterFunc(rt.c.abort, cancel)
 	release := func() { stop(); cancel() }

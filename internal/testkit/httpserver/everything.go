@@ -173,17 +173,37 @@ func startProc(cmd *exec.Cmd, env []string, markers [][]byte, all bool, started 
 
 // freePort returns a port of 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	// The port is free once the listener closes, and the kernel may hand
+	// it out again at once: two servers started side by side (parallel
+	// subtests) were given one port, and one test's restart killed the
+	// other's server. A port handed out once in this process is never
+	// handed out again; the listeners on the ones met again stay open
+	// until a fresh one is found, so that the kernel moves on.
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	for range 1000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		held = append(held, ln)
+		addr, ok := ln.Addr().(*net.TCPAddr)
+		if !ok {
+			return 0, errors.New("not a TCP address")
+		}
+		if _, seen := handedOut.LoadOrStore(addr.Port, true); !seen {
+			return addr.Port, nil
+		}
 	}
-	defer ln.Close()
-	addr, ok := ln.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("not a TCP address")
-	}
-	return addr.Port, nil
+	return 0, errors.New("no port that was not handed out before")
 }
+
+// handedOut holds the ports freePort returned in this process.
+var handedOut sync.Map
 
 // lockedBuffer collects a process's output and closes ready once a marker
 // (every marker, with all) shows up in it.

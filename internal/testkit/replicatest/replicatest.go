@@ -165,16 +165,21 @@ func start(t *testing.T, env []string) *process {
 		t.Fatal(err)
 	}
 	p := &process{cmd: cmd, stdin: in, lines: make(chan string, 16), done: make(chan struct{})}
+	// One goroutine reads the output to its end, then waits for the
+	// process: Wait closes the pipe, and a Wait beside the reader lost the
+	// last lines ("report ...") of a replica that exited before the reader
+	// had them, which a loaded machine makes likely.
 	go func() {
+		defer close(p.done)
+		defer func() { _ = cmd.Wait() }()
+		defer close(p.lines)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			p.lines <- sc.Text()
 		}
-		close(p.lines)
-	}()
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
+		if err := sc.Err(); err != nil {
+			p.lines <- "error: reading the replica's output: " + err.Error()
+		}
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()

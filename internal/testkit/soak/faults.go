@@ -34,9 +34,12 @@ const (
 	// faultReconnect: Manager.Reconnect.
 	faultReconnect faultKind = "reconnect"
 	// faultCut: every TCP connection to the server broken by its proxy,
-	// as a network fault does; the server lives on (the servers whose
-	// calls survive their connection).
+	// as a network fault does; the server lives on.
 	faultCut faultKind = "cut"
+	// faultPartition: every connection broken and new ones refused by the
+	// server's HTTP proxy for a while (a network partition); the server
+	// lives on, and keeps its sessions.
+	faultPartition faultKind = "partition"
 )
 
 // faultKinds in report order, with the weight the schedule draws them by.
@@ -51,6 +54,7 @@ var faultWeights = []struct {
 	{faultToggle, 2},
 	{faultReconnect, 2},
 	{faultCut, 2},
+	{faultPartition, 1},
 }
 
 // The fault schedule's knobs.
@@ -62,6 +66,10 @@ const (
 	// calls sent into them and trip the consecutive-timeout threshold.
 	hangMax      = 8 * time.Second
 	toggleOffMax = 500 * time.Millisecond
+	// partitionMax is above the time a Conn tries to reopen its stream
+	// (about 0.7 s), so that some partitions make the server Reconnecting
+	// and its next runtime rejoin the session.
+	partitionMax = 3 * time.Second
 	// apiTimeout bounds Disable, Enable and Reconnect; Disable may wait out
 	// the drain timeout (5 s) on its own.
 	apiTimeout = 30 * time.Second
@@ -189,8 +197,11 @@ func (in *injector) run(stop <-chan struct{}) {
 		// Drawn here, on the schedule's goroutine, so that a seed replays
 		// the same durations.
 		hold := hangMin + time.Duration(in.rng.Int64N(int64(hangMax-hangMin)))
-		if k == faultToggle {
+		switch k {
+		case faultToggle:
 			hold = time.Duration(in.rng.Int64N(int64(toggleOffMax)))
+		case faultPartition:
+			hold = time.Duration(in.rng.Int64N(int64(partitionMax)))
 		}
 		s := in.pick(k)
 		if s == nil {
@@ -284,8 +295,12 @@ func (in *injector) inject(f *fault, hold time.Duration) {
 		detail = fmt.Sprintf("SIGKILL pid %v", pids)
 	case faultRestart:
 		detail = "restarted on " + in.addr(s)
-		if err := in.restart(s); err != nil {
-			fail("restart of %s failed: %v", s.name, err)
+		tries, err := in.restart(s)
+		if err != nil {
+			fail("restart of %s failed %d times, the last: %v", s.name, tries, err)
+		}
+		if tries > 1 {
+			detail += fmt.Sprintf(" (started %d times: the first did not listen in time)", tries)
 		}
 	case faultHang:
 		resume, what := in.hang(s)
@@ -318,6 +333,13 @@ func (in *injector) inject(f *fault, hold time.Duration) {
 		detail = fmt.Sprintf("off for %v", hold.Round(time.Millisecond))
 	case faultCut:
 		detail = fmt.Sprintf("cut %d connection(s)", s.cut())
+	case faultPartition:
+		s.proxy.Down()
+		t := time.NewTimer(hold)
+		<-t.C
+		s.proxy.Up()
+		back = time.Now()
+		detail = fmt.Sprintf("unreachable for %v", hold.Round(time.Millisecond))
 	case faultReconnect:
 		back = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
@@ -338,10 +360,27 @@ func (in *injector) addr(s *member) string {
 	return "?"
 }
 
-// restart restarts an HTTP server. The httpserver helpers report a failed
+// restart restarts an HTTP server. A node server that does not listen
+// within its start timeout (30 s: seen on a machine at a load of 20 and
+// more) is started again, up to restartTries in all: the fault is a
+// restart, and the server must come back for the soak to judge the
+// Manager rather than the machine. tries says how many starts it took.
+func (in *injector) restart(s *member) (tries int, err error) {
+	for tries = 1; ; tries++ {
+		err = in.restartOnce(s)
+		if err == nil || tries == restartTries {
+			return tries, err
+		}
+	}
+}
+
+// restartTries bounds the starts of one restart fault.
+const restartTries = 3
+
+// restartOnce is one restart. The httpserver helpers report a failed
 // start with t.Fatalf, which only the test goroutine may call; faultTB
 // turns it into an error here.
-func (in *injector) restart(s *member) (err error) {
+func (in *injector) restartOnce(s *member) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a, ok := r.(faultAbort)

@@ -97,6 +97,11 @@ type member struct {
 	task *taskserver.Server
 	cut  func() int
 	stop func() // stops the server and its proxy, for the leak check
+	// proxy stands in front of every Streamable HTTP and SSE server but
+	// the task server (which has a TCP proxy of its own): cut breaks every
+	// connection through it, and it counts the sessions the server
+	// created, for the session rule (sessions.go).
+	proxy *faultinject.HTTPProxy
 
 	// busy is set while a fault acts on the server, so that faults on one
 	// server never overlap and each outage has one cause.
@@ -166,7 +171,10 @@ func (s *member) faultKinds() []faultKind {
 	case s.stdio(), s.kind == kindMCPGoInProcess:
 		return []faultKind{faultKill, faultHang, faultToggle, faultReconnect}
 	default:
-		return []faultKind{faultRestart, faultHang, faultToggle, faultReconnect}
+		// Behind their proxies, the HTTP servers' connections are cut,
+		// and the servers made unreachable for a while: a session must
+		// outlive both.
+		return []faultKind{faultRestart, faultHang, faultToggle, faultReconnect, faultCut, faultPartition}
 	}
 }
 
@@ -197,17 +205,11 @@ func startFleet(t testing.TB, tsBin, node, resumeScript string) []*member {
 			case kindTSHTTP:
 				s.prefix = "Echo: "
 				s.ts = httpserver.StartEverything(t, httpserver.EverythingStreamable)
-				s.spec.HTTP = &mcphttp.Spec{URL: s.ts.URL()}
+				s.spec.HTTP = &mcphttp.Spec{URL: s.behindProxy(t, s.ts.URL())}
 			case kindTSResume:
 				s.node = httpserver.StartNode(t, node, resumeScript, "listening on port")
-				u, err := url.Parse(s.node.URL("/mcp"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				proxy := faultinject.StartProxy(t, u.Host)
-				s.cut = proxy.Cut
-				s.stop = func() { proxy.Close(); s.node.Stop() }
-				s.spec.HTTP = &mcphttp.Spec{URL: "http://" + proxy.Addr() + "/mcp"}
+				s.spec.HTTP = &mcphttp.Spec{URL: s.behindProxy(t, s.node.URL("/mcp"))}
+				s.stop = func() { s.proxy.Close(); s.node.Stop() }
 			case kindTaskHTTP:
 				s.task = taskserver.New()
 				t.Cleanup(s.task.Close)
@@ -230,7 +232,7 @@ func startFleet(t testing.TB, tsBin, node, resumeScript string) []*member {
 				}
 			default:
 				s.http = httpserver.Start(t, httpKind(k.kind))
-				spec := &mcphttp.Spec{URL: s.http.URL()}
+				spec := &mcphttp.Spec{URL: s.behindProxy(t, s.http.URL())}
 				if k.kind == kindMCPGoSSE {
 					spec.Kind = mcphttp.SSE
 				}
@@ -240,6 +242,18 @@ func startFleet(t testing.TB, tsBin, node, resumeScript string) []*member {
 		}
 	}
 	return fleet
+}
+
+// behindProxy puts s's server, at raw, behind an HTTP fault proxy, and
+// returns the proxy's URL for it.
+func (s *member) behindProxy(t testing.TB, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.proxy = faultinject.StartHTTPProxy(t, u.Scheme+"://"+u.Host)
+	s.cut = s.proxy.Cut
+	return s.proxy.URL(u.Path)
 }
 
 func httpKind(k kind) httpserver.Kind {

@@ -175,6 +175,7 @@ const (
 	ruleLog          rule = "manager logged an error"
 	ruleLeftOver     rule = "calls not accounted for"
 	ruleLeak         rule = "goroutine leak after Close"
+	ruleSession      rule = "a session the server still held replaced after a cut, partition or hang alone"
 )
 
 // Slack of the rules about timing.

@@ -255,6 +255,9 @@ func (r *run) shutdown() {
 		case s.stop != nil:
 			s.stop()
 		}
+		if s.proxy != nil {
+			s.proxy.Close()
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proctest.DefaultWait)
 	defer cancel()

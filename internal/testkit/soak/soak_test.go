@@ -53,6 +53,7 @@ func TestSoak(t *testing.T) {
 	r.start()
 	r.soak()
 	r.settle()
+	r.checkSessions()
 	r.shutdown()
 	if n := r.led.unaccounted(); n > 0 {
 		r.led.fail(failure{rule: ruleLeftOver, detail: fmt.Sprintf("%d calls never returned, even after Close", n), errText: "unaccounted"})

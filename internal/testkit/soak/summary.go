@@ -119,6 +119,7 @@ func (r *run) summary(w io.Writer) {
 	p("")
 
 	r.survivors(p, byKind)
+	r.sessionSummary(p)
 
 	settled := fmt.Sprintf("all %d `Connected` %v after the faults stopped", len(r.fleet), dur(r.settledIn))
 	if r.notConnected > 0 {

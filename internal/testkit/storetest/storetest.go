@@ -40,6 +40,7 @@ func ctx(t *testing.T) context.Context {
 // Run runs the suite.
 func Run(t *testing.T, pair Pair) {
 	t.Run("Tokens", func(t *testing.T) { tokens(t, pair) })
+	t.Run("TokenKeysApart", func(t *testing.T) { tokenKeysApart(t, pair) })
 	t.Run("Fence", func(t *testing.T) { fence(t, pair) })
 	t.Run("LeaseExcludes", func(t *testing.T) { leaseExcludes(t, pair) })
 	t.Run("LeaseWakes", func(t *testing.T) { leaseWakes(t, pair) })
@@ -98,6 +99,46 @@ func tokens(t *testing.T, pair Pair) {
 			t.Errorf("after DeleteTokens, LoadToken(%v): ok=%v err=%v", k, ok, err)
 		}
 	}
+}
+
+// tokenKeysApart: users and servers whose names hold the characters a
+// store might join or escape them with are kept apart: (alice, crm:eu) is
+// never (alice:crm, eu).
+func tokenKeysApart(t *testing.T, pair Pair) {
+	a, b := pair(t)
+	c := ctx(t)
+	keys := []store.TokenKey{
+		{User: "alice", Server: "crm:eu"}, {User: "alice:crm", Server: "eu"},
+		{User: "alice", Server: "crm/eu"}, {User: "alice/crm", Server: "eu"},
+		{User: "alice", Server: "crm%3Aeu"}, {User: "alice%3Acrm", Server: "eu"},
+		{User: "alice", Server: "crm eu"}, {User: "alice crm", Server: "eu"},
+		{User: "", Server: "alice:crm:eu"}, {User: "alice:crm:eu", Server: ""},
+	}
+	for i, k := range keys {
+		k.Issuer = "https://as.example"
+		if err := a.SaveToken(c, k, store.TokenRecord{Data: []byte{'0' + byte(i)}, Fence: 1}); err != nil {
+			t.Fatalf("SaveToken(%v): %v", k, err)
+		}
+	}
+	check := func(deleted int) {
+		t.Helper()
+		for i, k := range keys {
+			r, ok, err := b.LoadToken(c, k)
+			switch {
+			case err != nil:
+				t.Errorf("LoadToken(%v): %v", k, err)
+			case i == deleted && ok:
+				t.Errorf("LoadToken(%v) after its DeleteTokens: %q", k, r.Data)
+			case i != deleted && (!ok || string(r.Data) != string([]byte{'0' + byte(i)})):
+				t.Errorf("LoadToken(%v) = %q %v, want its own record %q", k, r.Data, ok, []byte{'0' + byte(i)})
+			}
+		}
+	}
+	check(-1)
+	if err := a.DeleteTokens(c, keys[1].User, keys[1].Server); err != nil {
+		t.Fatal(err)
+	}
+	check(1)
 }
 
 func fence(t *testing.T, pair Pair) {
@@ -332,6 +373,7 @@ func taskRecord(server, id string) store.TaskRecord {
 		Server: server, TaskID: id, Tool: "build", Protocol: "2025-11-25", Status: "working",
 		Started: time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC), TTL: time.Minute, PollInterval: time.Second,
 		Answered: []string{"name"}, Result: json.RawMessage(`{"content":[]}`),
+		SessionID: "session-1", SessionProtocol: "2025-11-25", ServerIdentity: "0123abcd",
 	}
 }
 
@@ -372,7 +414,8 @@ func tasksContract(t *testing.T, s store.TaskStore) {
 	for _, r := range got {
 		if r.Server == "github" && (r.Status != "input_required" || r.RequestState != "opaque" ||
 			!slices.Equal(r.Answered, []string{"name"}) || r.TTL != time.Minute || string(r.Result) != `{"content":[]}` ||
-			!r.Started.Equal(a.Started)) {
+			!r.Started.Equal(a.Started) ||
+			r.SessionID != "session-1" || r.SessionProtocol != "2025-11-25" || r.ServerIdentity != "0123abcd") {
 			t.Fatalf("loaded %+v", r)
 		}
 	}

@@ -1,17 +1,31 @@
 // Package toolcorpus loads the tool-search corpus in testdata/toolcorpus:
 // the tools/list of real MCP servers (corpus.json, written by the capture
-// command beside this package) and natural-language queries labelled with
-// the tool that answers them (queries.json, written by hand from what each
-// tool is for). Tests and benchmarks build Views of it, replicated across
-// as many servers as they need.
+// command beside this package) and three sets of queries written by hand:
+//
+//   - queries.json, the project's first queries, written from what each
+//     tool is for (often in the words of its description) and used to tune
+//     the index since;
+//   - users.json, requests written as users speak them (paraphrases with
+//     arguments in them, not the descriptions' words), each labelled with
+//     every tool of the corpus that does what it asks;
+//   - noanswer.json, requests no tool of the corpus can carry out, for
+//     measuring abstention.
+//
+// The user and no-answer queries are split once, by Half (a hash of the
+// text), into a tuning half and a held-out half: tuning reads only the
+// first, and the second says how the tuning carries to queries it never
+// saw. Tests and benchmarks build Views of the corpus, replicated across as
+// many servers as they need.
 package toolcorpus
 
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -27,11 +41,81 @@ type Server struct {
 	Tools   []mcp.Tool `json:"tools"`
 }
 
-// Query is one labelled query: Want is the qualified name (server__tool)
-// of the tool that does what Text asks.
+// Query is one labelled query: Want are the qualified names (server__tool)
+// of the tools that do what Text asks; finding any of them is right. In
+// the files, want is one name or a list of names.
 type Query struct {
-	Text string `json:"q"`
-	Want string `json:"want"`
+	Text string   `json:"q"`
+	Want []string `json:"want"`
+}
+
+// UnmarshalJSON reads want as one name or a list.
+func (q *Query) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Text string          `json:"q"`
+		Want json.RawMessage `json:"want"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	q.Text, q.Want = raw.Text, nil
+	var one string
+	if json.Unmarshal(raw.Want, &one) == nil {
+		q.Want = []string{one}
+		return nil
+	}
+	return json.Unmarshal(raw.Want, &q.Want)
+}
+
+// Right reports whether qualified is one of the tools q wants.
+func (q Query) Right(qualified string) bool { return slices.Contains(q.Want, qualified) }
+
+// Half is the half of the split a user or no-answer query falls in.
+type Half int
+
+const (
+	// Tuning queries are the ones tuning may read.
+	Tuning Half = iota
+	// HeldOut queries are measured, never tuned on.
+	HeldOut
+)
+
+func (h Half) String() string {
+	if h == HeldOut {
+		return "held-out"
+	}
+	return "tuning"
+}
+
+// HalfOf places a query by its text: the low bit of the FNV-1a hash of
+// the text as written. The rule was fixed with the queries, before any
+// tuning, and a query keeps its half whatever is added around it.
+func HalfOf(text string) Half {
+	h := fnv.New32a()
+	h.Write([]byte(text))
+	return Half(h.Sum32() & 1)
+}
+
+// Split returns the queries of one half.
+func Split(queries []Query, half Half) []Query {
+	var out []Query
+	for _, q := range queries {
+		if HalfOf(q.Text) == half {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// SplitTexts returns the texts of one half.
+func SplitTexts(texts []string, half Half) []string {
+	var out []string
+	for _, t := range texts {
+		if HalfOf(t) == half {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Dir is testdata/toolcorpus of this repository.
@@ -51,10 +135,22 @@ func Servers() ([]Server, error) {
 	return c.Servers, nil
 }
 
-// Queries reads queries.json.
+// Queries reads queries.json, the project's first queries.
 func Queries() ([]Query, error) {
 	var q []Query
 	return q, readJSON("queries.json", &q)
+}
+
+// Users reads users.json, the queries written as users speak.
+func Users() ([]Query, error) {
+	var q []Query
+	return q, readJSON("users.json", &q)
+}
+
+// NoAnswer reads noanswer.json, the requests no tool of the corpus does.
+func NoAnswer() ([]string, error) {
+	var q []string
+	return q, readJSON("noanswer.json", &q)
 }
 
 func readJSON(name string, v any) error {
@@ -96,3 +192,35 @@ func Catalog(server string, gen uint64, tools []mcp.Tool) *catalog.Catalog {
 
 // View returns the host's View of p.
 func View(p *catalog.Publisher) *snapshot.View { return (*snapshot.View)(p.View()) }
+
+// MetaToolServer is the server the MetaTool subset's tools are put under.
+const MetaToolServer = "metatool"
+
+// MetaTool reads the subset of the MetaTool benchmark kept in
+// testdata/toolcorpus/metatool (see its README): its tools as plain
+// definitions, its labelled queries (wanting MetaToolServer's tools by
+// qualified name) and its queries that need no tool.
+func MetaTool() (tools []mcp.Tool, queries []Query, noAnswer []string, err error) {
+	var raw []struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	}
+	if err := readJSON(filepath.Join("metatool", "tools.json"), &raw); err != nil {
+		return nil, nil, nil, err
+	}
+	for _, t := range raw {
+		tools = append(tools, mcp.NewTool(t.Name, mcp.WithDescription(t.Description)))
+	}
+	if err := readJSON(filepath.Join("metatool", "queries.json"), &queries); err != nil {
+		return nil, nil, nil, err
+	}
+	for i := range queries {
+		for j, w := range queries[i].Want {
+			queries[i].Want[j] = MetaToolServer + "__" + w
+		}
+	}
+	if err := readJSON(filepath.Join("metatool", "noanswer.json"), &noAnswer); err != nil {
+		return nil, nil, nil, err
+	}
+	return tools, queries, noAnswer, nil
+}

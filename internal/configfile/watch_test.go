@@ -1,4 +1,4 @@
-package gateway_test
+package configfile_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/configfile"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 )
 
@@ -65,10 +65,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestConfigWatcher: a changed config file is applied and the summary
+// TestWatcher: a changed config file is applied and the summary
 // logged; an edit that does not parse keeps the running fleet and says why,
 // with the line and column; the next good edit is applied.
-func TestConfigWatcher(t *testing.T) {
+func TestWatcher(t *testing.T) {
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	writeConfig(t, path, map[string]any{"one": faultEntry()})
@@ -78,7 +78,7 @@ func TestConfigWatcher(t *testing.T) {
 		err error
 	}
 	got := make(chan applied, 8)
-	w, cfg, err := gateway.NewConfigWatcher(path, gateway.WatchOptions{
+	w, cfg, err := configfile.NewWatcher(path, configfile.WatchOptions{
 		Interval: 5 * time.Millisecond,
 		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
 		Applied:  func(r client.ApplyResult, err error) { got <- applied{r, err} },
@@ -136,10 +136,10 @@ func TestConfigWatcher(t *testing.T) {
 	}
 }
 
-// TestConfigWatcherRefusesUntrustedFile: a config file others can write
+// TestWatcherRefusesUntrustedFile: a config file others can write
 // is refused at the start, and a change that makes it so is not applied:
 // whoever can write it chooses the commands the fleet runs.
-func TestConfigWatcherRefusesUntrustedFile(t *testing.T) {
+func TestWatcherRefusesUntrustedFile(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the directory's access control decides on Windows")
 	}
@@ -149,7 +149,7 @@ func TestConfigWatcherRefusesUntrustedFile(t *testing.T) {
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := gateway.NewConfigWatcher(path, gateway.WatchOptions{}); !errors.Is(err, gateway.ErrUntrustedConfig) ||
+	if _, _, err := configfile.NewWatcher(path, configfile.WatchOptions{}); !errors.Is(err, configfile.ErrUntrusted) ||
 		!strings.Contains(err.Error(), "run chmod go-w "+path) {
 		t.Fatalf("a config others can write: %v", err)
 	}
@@ -157,7 +157,7 @@ func TestConfigWatcherRefusesUntrustedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan error, 8)
-	w, _, err := gateway.NewConfigWatcher(path, gateway.WatchOptions{Interval: 5 * time.Millisecond,
+	w, _, err := configfile.NewWatcher(path, configfile.WatchOptions{Interval: 5 * time.Millisecond,
 		Applied: func(_ client.ApplyResult, err error) { got <- err }})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestConfigWatcherRefusesUntrustedFile(t *testing.T) {
 	}
 	select {
 	case err := <-got:
-		if !errors.Is(err, gateway.ErrUntrustedConfig) {
+		if !errors.Is(err, configfile.ErrUntrusted) {
 			t.Fatalf("a change others could have written: %v", err)
 		}
 	case <-ctx.Done():
@@ -192,5 +192,43 @@ func TestConfigWatcherRefusesUntrustedFile(t *testing.T) {
 	}
 	if st := m.Statuses(); len(st) != 0 {
 		t.Fatalf("applied: %v", st)
+	}
+}
+
+// TestWatcherReload: Reload applies a change at once, without waiting for
+// the next look (a command that has just edited the file asks for it), and
+// does nothing for a file that did not change; the looks that follow do
+// not apply the change twice.
+func TestWatcherReload(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, map[string]any{"one": faultEntry()})
+	applied := make(chan client.ApplyResult, 8)
+	w, cfg, err := configfile.NewWatcher(path, configfile.WatchOptions{Interval: time.Hour,
+		Applied: func(r client.ApplyResult, _ error) { applied <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := client.New()
+	defer m.Close()
+	if _, err := m.Apply(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Reload(ctx, m); err != nil || res.String() != "no changes" {
+		t.Fatalf("an unchanged file: %q %v", res.String(), err)
+	}
+	writeConfig(t, path, map[string]any{"one": faultEntry(), "two": faultEntry()})
+	res, err := w.Reload(ctx, m)
+	if err != nil || !slices.Equal(res.Added, []string{"two"}) {
+		t.Fatalf("reload after an edit: %+v %v", res, err)
+	}
+	if n := len(m.Statuses()); n != 2 {
+		t.Fatalf("%d servers after the reload", n)
+	}
+	if res, err := w.Reload(ctx, m); err != nil || len(res.Added) != 0 {
+		t.Fatalf("a second reload: %+v %v", res, err)
+	}
+	if len(applied) != 1 {
+		t.Fatalf("applied %d times", len(applied))
 	}
 }

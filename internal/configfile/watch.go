@@ -1,26 +1,24 @@
-package gateway
+package configfile
 
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/client"
-	"github.com/mcpfleet/mcpfleet/internal/filetrust"
 )
 
-// DefaultWatchInterval is how often a ConfigWatcher looks at its file.
+// DefaultWatchInterval is how often a Watcher looks at its file.
 const DefaultWatchInterval = 500 * time.Millisecond
 
 // DefaultApplyTimeout bounds one Apply of a changed config (which waits
 // for the servers marked required).
 const DefaultApplyTimeout = 30 * time.Second
 
-// WatchOptions configures a ConfigWatcher.
+// WatchOptions configures a Watcher.
 type WatchOptions struct {
 	// Interval is how often the file is looked at. Defaults to
 	// DefaultWatchInterval.
@@ -29,6 +27,10 @@ type WatchOptions struct {
 	ApplyTimeout time.Duration
 	// ConfigOptions are passed to client.LoadConfig at every read.
 	ConfigOptions []client.ConfigOption
+	// Load, if set, reads the file at every change instead of
+	// Load(path, ConfigOptions...): a program that adds to what it reads
+	// (a variable for every child) reads it the same way each time.
+	Load func(path string) (*client.Config, error)
 	// Logger hears of every change: the Apply summary, or why a changed
 	// file was not applied. Defaults to discarding.
 	Logger *slog.Logger
@@ -38,7 +40,7 @@ type WatchOptions struct {
 	Applied func(client.ApplyResult, error)
 }
 
-// ConfigWatcher re-applies a config file to a Manager when the file
+// Watcher re-applies a config file to a Manager when the file
 // changes. It looks at the file's modification time and size every
 // Interval, and reads it once either changed and then stayed the same for
 // an interval (a write in progress is not read); a read whose content
@@ -47,10 +49,12 @@ type WatchOptions struct {
 // fleet as it runs, and is logged; so is the summary of every Apply
 // (client.ApplyResult.String). It needs no file notification API, so it
 // works the same on every OS and on network file systems.
-type ConfigWatcher struct {
+type Watcher struct {
 	path string
 	o    WatchOptions
 	log  *slog.Logger
+
+	mu   sync.Mutex // guards last and seen, and makes reads and Applies one at a time
 	last fileState
 	// seen is the time and size of a change seen at the last look, not yet
 	// read: a file is read once it stayed the same for one interval, so
@@ -58,75 +62,26 @@ type ConfigWatcher struct {
 	seen fileState
 }
 
-// fileState is what a ConfigWatcher remembers of its file.
+// fileState is what a Watcher remembers of its file.
 type fileState struct {
 	mod  time.Time
 	size int64
 	hash [sha256.Size]byte
 }
 
-// ErrUntrustedConfig is the error of a config file that another user could
-// have written (see LoadConfig).
-var ErrUntrustedConfig = errors.New("mcpfleet: config: untrusted file")
-
-// LoadConfig is client.LoadConfig for a config whose commands are going to
-// be run. On Unix it refuses a file that is not this user's, or that group
-// or others can write: whoever can write the file chooses the commands the
-// fleet runs, with this user's credentials. The error wraps
-// ErrUntrustedConfig, names the file and says what to do. A file replaced
-// while it was read is refused too; keep the file in a directory only you
-// can write, so that it cannot be replaced at all.
-func LoadConfig(path string, opts ...client.ConfigOption) (*client.Config, error) {
-	before, err := trustedConfig(path)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := client.LoadConfig(path, opts...)
-	if err != nil {
-		return nil, err
-	}
-	after, err := trustedConfig(path)
-	if err != nil {
-		return nil, err
-	}
-	if !os.SameFile(before, after) || !before.ModTime().Equal(after.ModTime()) || before.Size() != after.Size() {
-		return nil, fmt.Errorf("%w: %s was replaced while it was read; try again", ErrUntrustedConfig, path)
-	}
-	return cfg, nil
-}
-
-// trustedConfig returns the FileInfo of the config file at path, or the
-// error that refuses it.
-func trustedConfig(path string) (os.FileInfo, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("mcpfleet: config: %w", err)
-	}
-	switch why := filetrust.Untrusted(fi); why {
-	case "":
-		return fi, nil
-	case "writable by other users":
-		return nil, fmt.Errorf("%w: %s is writable by other users (mode %#o), who could make mcpfleet run any command: run chmod go-w %s",
-			ErrUntrustedConfig, path, fi.Mode().Perm(), path)
-	default:
-		return nil, fmt.Errorf("%w: %s is %s, who could make mcpfleet run any command as you: copy it to a file of your own, check the commands it runs, and use that",
-			ErrUntrustedConfig, path, why)
-	}
-}
-
-// NewConfigWatcher reads and parses the config file at path (refusing one
-// another user could have written, as LoadConfig does, then and at every
+// NewWatcher reads and parses the config file at path (refusing one
+// another user could have written, as Load does, then and at every
 // change), and returns a watcher that will look for changes made after
 // this read, with the config it read (for the first Apply, which is the
 // caller's).
-func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Config, error) {
+func NewWatcher(path string, o WatchOptions) (*Watcher, *client.Config, error) {
 	if o.Interval <= 0 {
 		o.Interval = DefaultWatchInterval
 	}
 	if o.ApplyTimeout <= 0 {
 		o.ApplyTimeout = DefaultApplyTimeout
 	}
-	w := &ConfigWatcher{path: path, o: o, log: o.Logger}
+	w := &Watcher{path: path, o: o, log: o.Logger}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -134,7 +89,7 @@ func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Conf
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := LoadConfig(path, o.ConfigOptions...)
+	cfg, err := w.load()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -143,7 +98,7 @@ func NewConfigWatcher(path string, o WatchOptions) (*ConfigWatcher, *client.Conf
 }
 
 // state reads the file's time, size and content hash.
-func (w *ConfigWatcher) state() (fileState, error) {
+func (w *Watcher) state() (fileState, error) {
 	fi, err := os.Stat(w.path)
 	if err != nil {
 		return fileState{}, err
@@ -155,8 +110,16 @@ func (w *ConfigWatcher) state() (fileState, error) {
 	return fileState{mod: fi.ModTime(), size: fi.Size(), hash: sha256.Sum256(data)}, nil
 }
 
+// load reads the file as the options say.
+func (w *Watcher) load() (*client.Config, error) {
+	if w.o.Load != nil {
+		return w.o.Load(w.path)
+	}
+	return Load(w.path, w.o.ConfigOptions...)
+}
+
 // Run watches the file and applies each change to m until ctx ends.
-func (w *ConfigWatcher) Run(ctx context.Context, m *client.Manager) {
+func (w *Watcher) Run(ctx context.Context, m *client.Manager) {
 	t := time.NewTicker(w.o.Interval)
 	defer t.Stop()
 	for {
@@ -169,8 +132,30 @@ func (w *ConfigWatcher) Run(ctx context.Context, m *client.Manager) {
 	}
 }
 
+// Reload reads the file now and applies it to m if it changed since it
+// was last read, without waiting for the next look: for a program that
+// has just written the file. It returns the Apply's result (the zero
+// result if the file had not changed) and error, or the read's error.
+func (w *Watcher) Reload(ctx context.Context, m *client.Manager) (client.ApplyResult, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, err := w.state()
+	if err != nil {
+		return client.ApplyResult{}, err
+	}
+	w.seen = fileState{}
+	if st.hash == w.last.hash {
+		w.last = st
+		return client.ApplyResult{}, nil
+	}
+	w.last = st
+	return w.apply(ctx, m)
+}
+
 // check applies the file if it changed since it was last read.
-func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
+func (w *Watcher) check(ctx context.Context, m *client.Manager) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	fi, err := os.Stat(w.path)
 	if err != nil {
 		if !w.last.mod.IsZero() {
@@ -196,11 +181,17 @@ func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
 		return
 	}
 	w.last = st
-	cfg, err := LoadConfig(w.path, w.o.ConfigOptions...)
+	_, _ = w.apply(ctx, m)
+}
+
+// apply reads the file and applies it to m, logging and reporting what
+// came of it. The caller holds mu.
+func (w *Watcher) apply(ctx context.Context, m *client.Manager) (client.ApplyResult, error) {
+	cfg, err := w.load()
 	if err != nil {
 		w.log.Error("mcpfleet: config: the changed file was not applied; keeping the running fleet", "err", err)
 		w.report(client.ApplyResult{}, err)
-		return
+		return client.ApplyResult{}, err
 	}
 	actx, cancel := context.WithTimeout(ctx, w.o.ApplyTimeout)
 	res, err := m.Apply(actx, cfg)
@@ -211,9 +202,10 @@ func (w *ConfigWatcher) check(ctx context.Context, m *client.Manager) {
 		w.log.Info("mcpfleet: config: applied", "path", w.path, "summary", res.String())
 	}
 	w.report(res, err)
+	return res, err
 }
 
-func (w *ConfigWatcher) report(res client.ApplyResult, err error) {
+func (w *Watcher) report(res client.ApplyResult, err error) {
 	if w.o.Applied != nil {
 		w.o.Applied(res, err)
 	}

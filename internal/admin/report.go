@@ -1,12 +1,14 @@
-package gateway
+package admin
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/gateway"
 	"github.com/mcpfleet/mcpfleet/toolsearch"
 )
 
@@ -88,7 +90,7 @@ func MakeReports(statuses []client.ServerStatus, stats client.Stats) []ServerRep
 
 // addQuarantined adds the quarantined templates to the reports of their
 // servers.
-func addQuarantined(reports []ServerReport, qs []QuarantinedTemplate) {
+func addQuarantined(reports []ServerReport, qs []gateway.QuarantinedTemplate) {
 	for _, q := range qs {
 		for i := range reports {
 			if reports[i].Name == q.Server {
@@ -99,26 +101,35 @@ func addQuarantined(reports []ServerReport, qs []QuarantinedTemplate) {
 	}
 }
 
-// ToolReport is one tool of the catalog, as `tools` lists it.
+// ToolReport is one tool of the catalog, as `tools` lists it and
+// `describe` shows it.
 type ToolReport struct {
 	Name        string  `json:"name"` // qualified
 	Server      string  `json:"server"`
+	Tool        string  `json:"tool"` // as the server names it
 	Title       string  `json:"title,omitempty"`
 	Description string  `json:"description,omitempty"`
 	ReadOnly    bool    `json:"readOnly,omitempty"`
+	Destructive *bool   `json:"destructive,omitempty"`
+	Idempotent  *bool   `json:"idempotent,omitempty"`
+	OpenWorld   *bool   `json:"openWorld,omitempty"`
 	Score       float64 `json:"score,omitempty"` // of a search
+	// InputSchema and OutputSchema are the tool's JSON Schemas, when asked
+	// for.
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 }
 
 // ToolReports lists m's tools, or, with a query, the best k matches of a
-// tool search (see toolsearch) in ts.
-func ToolReports(m *client.Manager, ts *client.ToolSearch, query string, k int) ([]ToolReport, error) {
+// tool search (see toolsearch) in ts; schemas adds each tool's schemas.
+func ToolReports(m *client.Manager, ts *client.ToolSearch, query string, k int, schemas bool) ([]ToolReport, error) {
 	var out []ToolReport
 	if query == "" {
 		v := m.View()
 		out = make([]ToolReport, 0, v.NumTools())
 		for i := range v.NumTools() {
 			t := v.ToolAt(i)
-			out = append(out, toolReport(t.Qualified(), t.Server(), t.Definition(), 0))
+			out = append(out, toolReport(t.Qualified(), t.Server(), t.Definition(), 0, schemas))
 		}
 		return out, nil
 	}
@@ -129,16 +140,28 @@ func ToolReports(m *client.Manager, ts *client.ToolSearch, query string, k int) 
 	}
 	out = make([]ToolReport, 0, len(hits))
 	for _, h := range hits {
-		out = append(out, toolReport(h.Qualified, h.Tool.Server(), h.Tool.Definition(), h.Score))
+		out = append(out, toolReport(h.Qualified, h.Tool.Server(), h.Tool.Definition(), h.Score, schemas))
 	}
 	return out, nil
 }
 
-func toolReport(qualified, srvName string, def mcp.Tool, score float64) ToolReport {
-	r := ToolReport{Name: qualified, Server: srvName, Title: def.Title, Description: def.Description, Score: score}
+func toolReport(qualified, srvName string, def mcp.Tool, score float64, schemas bool) ToolReport {
+	r := ToolReport{Name: qualified, Server: srvName, Tool: def.Name, Title: def.Title, Description: def.Description, Score: score,
+		Destructive: def.Annotations.DestructiveHint, Idempotent: def.Annotations.IdempotentHint, OpenWorld: def.Annotations.OpenWorldHint}
 	if r.Title == "" {
 		r.Title = def.Annotations.Title
 	}
 	r.ReadOnly = def.Annotations.ReadOnlyHint != nil && *def.Annotations.ReadOnlyHint
+	if schemas {
+		// As the server sent them: the definition's own JSON has them in
+		// whichever of its two forms (typed or raw) it holds.
+		var wire struct {
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if b, err := json.Marshal(def); err == nil && json.Unmarshal(b, &wire) == nil {
+			r.InputSchema, r.OutputSchema = wire.InputSchema, wire.OutputSchema
+		}
+	}
 	return r
 }

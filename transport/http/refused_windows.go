@@ -1,0 +1,19 @@
+//go:build windows
+
+package http
+
+import (
+	"errors"
+	"syscall"
+
+	"golang.org/x/sys/windows"
+)
+
+// connRefused reports whether err is a connection the server's host refused:
+// nothing listens on the server's port, so the server's process is not
+// running, and a process that answers there later is another one.
+// Windows reports it as WSAECONNREFUSED; syscall's ECONNREFUSED is an
+// invented value there.
+func connRefused(err error) bool {
+	return errors.Is(err, windows.WSAECONNREFUSED) || errors.Is(err, syscall.ECONNREFUSED)
+}
