@@ -714,10 +714,14 @@ func TestTeamUpstreamAuthorizationPerPerson(t *testing.T) {
 		t.Fatalf("alice's call after she authorized: %q", got)
 	}
 
-	// Bob sees the tools (the catalog is shared by server), but his call
-	// needs his own authorization: its error gives his link.
+	// Bob does not see Alice's catalog (an entry with an oauth block keeps
+	// its catalog per person): he has the one tool that says he must
+	// authorize, and its error gives his own link.
 	bob := dialAs(t, tm.url, tm.token(t, "bob"), "2025-11-25")
-	text, isErr, err := callText(ctx, bob, "up__echo", map[string]any{"message": "hi"})
+	if got := toolNames(t, bob); !slices.Equal(got, []string{"up__authorize"}) {
+		t.Fatalf("bob's tools before he authorized: %v, want only up__authorize (alice's catalog is hers)", got)
+	}
+	text, isErr, err := callText(ctx, bob, "up__authorize", nil)
 	if err != nil || !isErr || !strings.Contains(text, "needs you to authorize") {
 		t.Fatalf("bob's call: %q %v %v, want an error result with his link", text, isErr, err)
 	}
@@ -731,7 +735,7 @@ func TestTeamUpstreamAuthorizationPerPerson(t *testing.T) {
 	}
 	// Alice's token is still hers alone: her calls work, Bob's do not.
 	mustCall(t, alice, "up__echo", map[string]any{"message": "again"})
-	if text, isErr, err := callText(ctx, bob, "up__echo", map[string]any{"message": "hi"}); err != nil || !isErr {
+	if text, isErr, err := callText(ctx, bob, "up__authorize", nil); err != nil || !isErr {
 		t.Fatalf("bob's second call: %q %v %v, want an error result", text, isErr, err)
 	}
 	// A callback of a state the gateway did not give is refused.
