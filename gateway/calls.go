@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -45,7 +47,9 @@ var (
 type call struct {
 	// Set at creation, read-only.
 	sess    *session
+	method  string // tools/call, prompts/get, resources/read
 	server  string
+	name    string // the tool's or prompt's own name; "" for a resource
 	started time.Time
 	// modern: the downstream client speaks 2026-07-28, so the server's
 	// requests reach it as input_required results of this call (carrier
@@ -232,15 +236,17 @@ func sortCalls(cs []*call) {
 // and its upstream context ends with the session (callTable.endSession),
 // the gateway and cancel. The caller runs the upstream request and calls
 // finish.
-func (g *Gateway) start(ctx context.Context, srvName string, carrier bool) (*call, error) {
+func (g *Gateway) start(ctx context.Context, method, srvName, name string, carrier bool) (*call, error) {
 	sess, err := g.sessions.of(ctx)
 	if err != nil {
+		g.refused(method, srvName, name, err)
 		return nil, err
 	}
 	if err := sess.acquire(); err != nil {
+		g.refused(method, srvName, name, err)
 		return nil, err
 	}
-	c := &call{sess: sess, server: srvName, started: time.Now(), carrier: carrier}
+	c := &call{sess: sess, method: method, server: srvName, name: name, started: time.Now(), carrier: carrier}
 	c.modern = server.IsModernRequest(ctx)
 	if c.modern && carrier {
 		c.done, c.wake = make(chan struct{}), make(chan struct{}, 1)
@@ -261,10 +267,17 @@ func (g *Gateway) start(ctx context.Context, srvName string, carrier bool) (*cal
 	return c, nil
 }
 
+// refused tells the Observer of a request that never started.
+func (g *Gateway) refused(method, srvName, name string, err error) {
+	g.obs.Call(CallInfo{Identity: g.who, Method: method, Server: srvName, Name: name, Outcome: outcomeOf(nil, err), Err: err})
+}
+
 // finish records the call's outcome and releases what start took.
 func (g *Gateway) finish(c *call, res *mcp.CallToolResult, err error) {
 	g.calls.remove(c)
 	c.sess.release()
+	g.obs.Call(CallInfo{Identity: g.who, Method: c.method, Server: c.server, Name: c.name,
+		Outcome: outcomeOf(res, err), Duration: time.Since(c.started), Err: err})
 	c.mu.Lock()
 	c.res, c.err = res, err
 	if c.timer != nil {
@@ -294,8 +307,12 @@ var errCallEnded = errors.New("mcpfleet: gateway: the downstream call that the r
 // in ctx: one round, on the caller's goroutine, under the session's limit,
 // ended with the request or the session. A failure is returned as it is,
 // for mcp-go to send as a JSON-RPC error.
-func (g *Gateway) request(ctx context.Context, srvName string, do func(context.Context) error) error {
-	c, err := g.start(ctx, srvName, false)
+func (g *Gateway) request(ctx context.Context, method, srvName, name string, do func(context.Context) error) error {
+	if err := g.check(srvName, ""); err != nil {
+		g.refused(method, srvName, name, err)
+		return err
+	}
+	c, err := g.start(ctx, method, srvName, name, false)
 	if err != nil {
 		return err
 	}
@@ -311,9 +328,13 @@ func (g *Gateway) request(ctx context.Context, srvName string, do func(context.C
 // waits on. Either returns the result, an isError result that explains a
 // failure, or, on the 2026-07-28 protocol, an input_required result with
 // the server's requests for the client.
-func (g *Gateway) callTool(ctx context.Context, req mcp.CallToolRequest, srvName, qualified string, invoke invokeFunc) (*mcp.CallToolResult, error) {
+func (g *Gateway) callTool(ctx context.Context, req mcp.CallToolRequest, srvName, tool, qualified string, invoke invokeFunc) (*mcp.CallToolResult, error) {
+	if err := g.check(srvName, tool); err != nil {
+		g.refused(string(mcp.MethodToolsCall), srvName, tool, err)
+		return nil, err
+	}
 	token := progressToken(req)
-	res, err := g.callRounds(ctx, req.Params.MultiRoundTripParams, token, srvName, req.GetRawArguments(), invoke)
+	res, err := g.callRounds(ctx, req.Params.MultiRoundTripParams, token, srvName, tool, req.GetRawArguments(), invoke)
 	if token != nil || req.Params.RequestState != "" { // a later round carries the first's progress
 		if n := g.notesOf(ctx); n != nil {
 			n.await(ctx) // the call's progress written before its result (see notes.go)
@@ -324,8 +345,53 @@ func (g *Gateway) callTool(ctx context.Context, req mcp.CallToolRequest, srvName
 		return res, nil
 	case neverStarted(err):
 		return nil, err // a JSON-RPC error
+	case errors.Is(err, client.ErrNeedsAuthorization) && g.o.member.authorize != nil:
+		if res, err, ok := g.needsAuthorization(ctx, srvName, qualified); ok {
+			return res, err
+		}
 	}
 	return llm.ErrorResult(llm.Explain(qualified, err, time.Time{})), nil
+}
+
+// needsAuthorization sends the person whose call needs srvName authorized
+// to its authorization server, as a Team's gateway does: the client is
+// asked to open the URL (a URL-mode elicitation, -32042, for a 2025-11-25
+// client that supports them), else the tool's error gives it. The URL is
+// this person's own authorization (its state and PKCE verifier are their
+// fleet's), and the Team's callback completes it for them alone. It
+// reports false if no authorization could be started.
+func (g *Gateway) needsAuthorization(ctx context.Context, srvName, qualified string) (*mcp.CallToolResult, error, bool) {
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	u, err := g.m.StartAuthorization(actx, srvName)
+	if err != nil {
+		g.log.Warn("mcpfleet: gateway: starting an upstream's authorization", "server", srvName, "err", err)
+		return nil, nil, false
+	}
+	g.o.member.authorize(srvName, u)
+	msg := fmt.Sprintf("Server %s needs you to authorize access to your account there: open %s, approve, then call %s again.", srvName, u, qualified)
+	if caps := clientCaps(ctx); !server.IsModernRequest(ctx) && caps.Elicitation != nil && caps.Elicitation.URL != nil {
+		id := "mcpfleet-auth-" + srvName
+		if pu, err := url.Parse(u); err == nil && pu.Query().Get("state") != "" {
+			id = "mcpfleet-auth-" + pu.Query().Get("state")
+		}
+		return nil, mcp.URLElicitationRequiredError{Elicitations: []mcp.ElicitationParams{{
+			Mode: mcp.ElicitationModeURL, ElicitationID: id, URL: u, Message: msg}}}, true
+	}
+	return llm.ErrorResult(msg), nil, true
+}
+
+// clientCaps returns the capabilities the downstream client of ctx
+// declared.
+func clientCaps(ctx context.Context) mcp.ClientCapabilities {
+	var caps mcp.ClientCapabilities
+	if info, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		caps = info.GetClientCapabilities()
+	}
+	if pi := server.RequestProtocolInfoFromContext(ctx); pi != nil && pi.ClientCapabilities != nil {
+		caps = *pi.ClientCapabilities
+	}
+	return caps
 }
 
 // neverStarted reports whether err is the error of a call that never
@@ -341,7 +407,7 @@ func neverStarted(err error) bool {
 var errUnknownState = errors.New("mcpfleet: gateway: the requestState names no call in flight of this session (it ended, timed out, or belongs to another)")
 
 // callRounds is callTool with the error as an error.
-func (g *Gateway) callRounds(ctx context.Context, round mcp.MultiRoundTripParams, token mcp.ProgressToken, srvName string, args any, invoke invokeFunc) (*mcp.CallToolResult, error) {
+func (g *Gateway) callRounds(ctx context.Context, round mcp.MultiRoundTripParams, token mcp.ProgressToken, srvName, tool string, args any, invoke invokeFunc) (*mcp.CallToolResult, error) {
 	if g.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
@@ -358,7 +424,7 @@ func (g *Gateway) callRounds(ctx context.Context, round mcp.MultiRoundTripParams
 		c.answer(round.InputResponses)
 		return g.wait(ctx, c)
 	}
-	c, err := g.start(ctx, srvName, true)
+	c, err := g.start(ctx, string(mcp.MethodToolsCall), srvName, tool, true)
 	if err != nil {
 		return nil, err
 	}

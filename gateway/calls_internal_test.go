@@ -32,15 +32,15 @@ func TestSessionEndCancelsItsCalls(t *testing.T) {
 	mine, other := testSession{"mine"}, testSession{"other"}
 	ctx := g.srv.WithContext(context.Background(), mine)
 	octx := g.srv.WithContext(context.Background(), other)
-	c1, err := g.start(ctx, "a", true)
+	c1, err := g.start(ctx, "tools/call", "a", "t", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2, err := g.start(ctx, "b", false)
+	c2, err := g.start(ctx, "prompts/get", "b", "p", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := g.start(octx, "a", true)
+	o, err := g.start(octx, "tools/call", "a", "t", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestSessionEndCancelsItsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls.ended.Store(true)
-	c, err := g.start(lctx, "a", true)
+	c, err := g.start(lctx, "tools/call", "a", "t", true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,15 @@
 // (CheckBind says where one is needed, and TLS with it). Both refuse a
 // message over the size limit with a JSON-RPC error and go on.
 //
+// A Team serves a team from one endpoint: an OAuth 2.1 protected resource
+// (RFC 9728 metadata, 401 with the challenge, JWT access tokens validated
+// by a JWTValidator against their issuer's keys, or API keys), where each
+// identity gets its own Gateway over its own fleet from a fleet.Pool, under
+// the Policy its ID and groups select. A server that is down keeps its
+// tools listed from the last good catalog, marked stale (MetaStale), unless
+// WithDropStaleTools. An Observer is told what the served side does
+// (github.com/mcpfleet/mcpfleet/otel records it as metrics).
+//
 // The command line that runs all of this is cmd/mcpfleet: following the
 // config file, and the admin endpoint its other commands use, are its own
 // (internal), since a host that embeds a gateway has its Manager at hand.

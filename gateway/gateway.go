@@ -32,6 +32,17 @@ type Gateway struct {
 	search *client.ToolSearch // the index behind meta
 	ctx    context.Context    // ends at Close; every call's context derives from it
 	cancel context.CancelFunc
+	obs    Observer
+	// who is the identity the gateway serves, for the Observer and the
+	// logs: a Team's member's ID, "" for a gateway served alone.
+	who string
+	// access, if set, is the policy that decides what the downstream
+	// clients may list and call (a Team's, for one identity); nil lets
+	// them use everything.
+	access func(server, tool string) Decision
+	// resync is signalled (capacity 1) when what access decides changed:
+	// the follower registers the catalog again.
+	resync chan struct{}
 
 	// Have their own synchronization.
 	sessions sessionTable
@@ -62,8 +73,13 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 		opt(&o)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &Gateway{m: m, o: o, log: o.logger, ctx: ctx, cancel: cancel}
+	g := &Gateway{m: m, o: o, log: o.logger, ctx: ctx, cancel: cancel, obs: o.observer,
+		who: o.member.id, access: o.member.access, resync: make(chan struct{}, 1)}
+	if g.who != "" {
+		g.log = g.log.With("identity", g.who)
+	}
 	g.sessions.init(o)
+	g.sessions.obs, g.sessions.who = g.obs, g.who
 	g.sessions.onEnd = g.endSession
 	g.calls.init()
 	g.subs.init(g)
@@ -82,6 +98,8 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 		server.WithResourceCapabilities(true, true),
 		server.WithLogging(),
 		server.WithHooks(hooks),
+		// The fleet's tasks (see tasks.go).
+		server.WithTaskCapabilities(true, true, true),
 	}
 	if o.instructions != "" {
 		sopts = append(sopts, server.WithInstructions(o.instructions))
@@ -104,6 +122,9 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 
 	statuses, _, events, unsubscribe := m.Watch(0)
 	g.syncAll() // after Watch: a change in between comes as an event too
+	for _, st := range statuses {
+		g.obs.UpstreamState(UpstreamInfo{Identity: g.who, Server: st.Name, State: st.State, Present: true})
+	}
 	g.started = make(chan struct{})
 	var connecting map[string]bool
 	if o.startupWait > 0 {
@@ -121,6 +142,9 @@ func New(m *client.Manager, opts ...Option) *Gateway {
 	g.bg.Go(func() {
 		defer unsubscribe()
 		g.follow(events, connecting)
+		for _, st := range g.m.Statuses() {
+			g.obs.UpstreamState(UpstreamInfo{Identity: g.who, Server: st.Name, State: st.State, Present: false})
+		}
 	})
 	return g
 }
@@ -192,6 +216,8 @@ func (g *Gateway) follow(events <-chan client.Event, connecting map[string]bool)
 			g.log.Info("mcpfleet: gateway: answering lists before every server connected",
 				"waited", g.o.startupWait, "connecting", len(connecting))
 			started()
+		case <-g.resync:
+			g.syncAll()
 		case ev, ok := <-events:
 			if !ok {
 				return
@@ -208,6 +234,9 @@ func (g *Gateway) follow(events <-chan client.Event, connecting map[string]bool)
 				g.syncAll()
 			}
 			switch ev.Kind {
+			case client.EventState:
+				g.obs.UpstreamState(UpstreamInfo{Identity: g.who, Server: ev.Server, State: ev.To, Present: ev.To != lifecycle.Closed})
+				g.stateChanged(ev.Server, ev.From, ev.To)
 			case client.EventCatalog:
 				g.applyDiff(ev.Diff)
 			case client.EventLog:

@@ -144,8 +144,10 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := newPeer(r, h.o.Token != "")
 	cl := h.g.sessions.client(p.client)
 	var msg message
+	var body []byte
 	if r.Method == http.MethodPost {
-		body, ok := h.readBody(w, r)
+		var ok bool
+		body, ok = h.readBody(w, r)
 		if !ok {
 			return
 		}
@@ -173,6 +175,9 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			w.WriteHeader(http.StatusAccepted)
 			return
+		case r.Method == http.MethodPost && h.isExtTaskRequest(&msg, body):
+			h.serveExtTask(w, r.WithContext(ctx), body) // the fleet's tasks, in the extension's form (tasks.go)
+			return
 		case msg.Method != "" && len(msg.ID) > 0:
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
@@ -199,6 +204,10 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.lastUsed.Store(time.Now().UnixNano())
 		s.active.Add(1)
 		defer s.active.Add(-1)
+		if r.Method == http.MethodPost && isTaskRequest(&msg) {
+			h.serveTask(w, r.WithContext(ctx), body) // the fleet's tasks, under their servers' names (tasks.go)
+			return
+		}
 	case r.Method == http.MethodGet:
 		// mcp-go would open a session of its own for it.
 		http.Error(w, "mcpfleet: a GET stream needs the Mcp-Session-Id of an initialized session", http.StatusBadRequest)
@@ -246,10 +255,22 @@ type message struct {
 		Meta      struct {
 			ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
 		} `json:"_meta"`
+		// Task is set for a task-augmented tools/call (params.task).
+		Task taskPresence `json:"task"`
+		// Name is a tools/call's tool.
+		Name string `json:"name"`
 	} `json:"params"`
 	// modern: the message is of the 2026-07-28 protocol, which has no
 	// session, by mcp-go's rule (the header or the _meta says so).
 	modern bool
+}
+
+// taskPresence records that a member is there, without reading it.
+type taskPresence bool
+
+func (p *taskPresence) UnmarshalJSON(b []byte) error {
+	*p = string(b) != "null"
+	return nil
 }
 
 // parse reads the message of body; what does not parse stays empty, and

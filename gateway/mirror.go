@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpfleet/mcpfleet/lifecycle"
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
 
@@ -23,12 +24,38 @@ const MetaServer = "io.mcpfleet/server"
 // default separator does for tools.
 const Separator = "__"
 
-// mirror is what the gateway registered with its mcp-go server: the
-// qualified names of the tools, so that a catalog change touches only the
-// tools it names. Only the follower goroutine (and New, before it starts)
-// uses it.
+// MetaStale is the _meta key under which the gateway marks a tool served
+// from the last good catalog of a server that is down: its value is an
+// object with the server's "state" ("Reconnecting", "NeedsAuthorization",
+// "PermanentlyFailed"). A call of it fails with the error that says why,
+// until the server is back (see WithDropStaleTools).
+const MetaStale = "io.mcpfleet/stale"
+
+// mirror is what the gateway registered with its mcp-go server: the tools
+// by the names they are served under, so that a catalog change touches
+// only the tools it names. Only the follower goroutine (and New, before it
+// starts) uses it.
 type mirror struct {
-	tools map[string]struct{}
+	tools map[string]mirrored // by served name
+	// served maps the View's qualified names to the names served.
+	served map[string]string
+	// kept are the tools of servers that are down which the View no longer
+	// has (a server that failed for good is unpublished), by server and
+	// qualified name: served stale from the last good catalog.
+	kept map[string]map[string]snapshot.Tool
+	// bare is set while tools are served under their own names (one
+	// server, WithBareToolNames).
+	bare bool
+	// warned are the served names logged as not of the MCP form.
+	warned map[string]bool
+}
+
+// mirrored is one tool registered.
+type mirrored struct {
+	t snapshot.Tool
+	// stale is the state of its server if it is down, else the zero State
+	// (Disconnected, which is never down).
+	stale lifecycle.State
 }
 
 // routes says which server a resource URI belongs to: the gateway's own
@@ -114,26 +141,185 @@ func literalPrefix(t *mcp.URITemplate) int {
 // tool search serves them), the prompts and the resources.
 func (g *Gateway) syncAll() {
 	v := g.m.View()
-	if g.meta == nil {
-		tools := make([]server.ServerTool, 0, v.NumTools())
-		names := make(map[string]struct{}, v.NumTools())
-		for i := range v.NumTools() {
-			t := v.ToolAt(i)
-			tools = append(tools, g.serverTool(t))
-			names[t.Qualified()] = struct{}{}
-		}
-		g.srv.SetTools(tools...)
-		g.mirror.tools = names
-	}
+	g.syncTools(v)
 	g.syncPrompts(v)
 	g.syncResources(v)
+}
+
+// down reports whether a server in state st is down: its tools are
+// served stale (or dropped).
+func down(st lifecycle.State) bool {
+	return st == lifecycle.Reconnecting || st == lifecycle.NeedsAuthorization || st == lifecycle.PermanentlyFailed
+}
+
+// keeps reports whether the tools of a server in state st that the View
+// dropped stay served from the last good catalog: it is down, or
+// connecting for the first time.
+func keeps(st lifecycle.State) bool { return down(st) || st == lifecycle.Connecting }
+
+// serverState returns the state of srvName, Closed if it is gone.
+func (g *Gateway) serverState(srvName string) lifecycle.State {
+	st, err := g.m.Status(srvName)
+	if err != nil {
+		return lifecycle.Closed
+	}
+	return st.State
+}
+
+// syncTools registers every tool the View has, and the kept tools of the
+// servers that are down, as the policy and the naming say.
+func (g *Gateway) syncTools(v *snapshot.View) {
+	if g.meta != nil {
+		return
+	}
+	statuses := g.m.Statuses()
+	g.mirror.bare = g.o.bareNames && len(statuses) == 1
+	states := make(map[string]lifecycle.State, len(statuses))
+	for _, st := range statuses {
+		states[st.Name] = st.State
+	}
+	// What was served of a server that keeps its tools and that the View
+	// no longer has (the View may have dropped them before the event that
+	// says so came) stays, from the last good catalog.
+	for _, m := range g.mirror.tools {
+		srv := m.t.Server()
+		if _, inView := v.Tool(m.t.Qualified()); inView || !keeps(states[srv]) {
+			continue
+		}
+		if g.mirror.kept == nil {
+			g.mirror.kept = map[string]map[string]snapshot.Tool{}
+		}
+		if g.mirror.kept[srv] == nil {
+			g.mirror.kept[srv] = map[string]snapshot.Tool{}
+		}
+		g.mirror.kept[srv][m.t.Qualified()] = m.t
+	}
+	for srv := range g.mirror.kept {
+		if !keeps(states[srv]) {
+			delete(g.mirror.kept, srv)
+		}
+	}
+	tools := make([]server.ServerTool, 0, v.NumTools())
+	g.mirror.tools = make(map[string]mirrored, v.NumTools())
+	g.mirror.served = make(map[string]string, v.NumTools())
+	add := func(t snapshot.Tool) {
+		var stale lifecycle.State
+		if st := states[t.Server()]; down(st) {
+			if g.o.dropStale {
+				return
+			}
+			stale = st
+		}
+		if !g.listed(t.Server(), t.Name()) {
+			return
+		}
+		name := g.servedName(t)
+		if _, dup := g.mirror.tools[name]; dup {
+			return // a kept tool the View has again
+		}
+		m := mirrored{t: t, stale: stale}
+		tools = append(tools, g.serverTool(name, m))
+		g.mirror.tools[name] = m
+		g.mirror.served[t.Qualified()] = name
+	}
+	for i := range v.NumTools() {
+		add(v.ToolAt(i))
+	}
+	for _, kept := range g.mirror.kept {
+		for _, t := range kept {
+			add(t)
+		}
+	}
+	if g.o.member.authorize != nil {
+		// A person's server that waits for them to authorize it, of which
+		// no catalog is known: one tool says so and gives the link.
+		for _, st := range statuses {
+			if _, known := v.Catalog(st.Name); st.State != lifecycle.NeedsAuthorization || known ||
+				len(g.mirror.kept[st.Name]) > 0 || !g.listed(st.Name, "") {
+				continue
+			}
+			tools = append(tools, g.authorizeTool(st.Name))
+		}
+	}
+	g.srv.SetTools(tools...)
+}
+
+// AuthorizeTool is the name, after the server's name and Separator, of the
+// tool a Team's gateway lists for a server that waits for the person to
+// authorize it and whose tools are not known yet ("github__authorize"):
+// calling it gives the authorization link (see Team).
+const AuthorizeTool = "authorize"
+
+// authorizeTool is the tool that asks the person to authorize srvName.
+func (g *Gateway) authorizeTool(srvName string) server.ServerTool {
+	name := srvName + Separator + AuthorizeTool
+	def := mcp.NewTool(name, mcp.WithDescription(fmt.Sprintf(
+		"Server %s needs you to authorize access to your account there before its tools can be used. "+
+			"Call this tool to get the link to open; its tools appear once you approved.", srvName)))
+	def.Meta = &mcp.Meta{AdditionalFields: map[string]any{MetaServer: srvName,
+		MetaStale: map[string]any{"state": lifecycle.NeedsAuthorization.String()}}}
+	return server.ServerTool{Tool: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := g.check(srvName, ""); err != nil {
+			return nil, err
+		}
+		if res, err, ok := g.needsAuthorization(ctx, srvName, name); ok {
+			return res, err
+		}
+		return mcp.NewToolResultError(fmt.Sprintf("the authorization of server %s could not be started; see the gateway's log", srvName)), nil
+	}}
+}
+
+// stateChanged registers again the tools of srvName when it went down or
+// came back (stale marks, or dropped tools), and every tool when the
+// number of servers crossed one (bare names).
+func (g *Gateway) stateChanged(srvName string, from, to lifecycle.State) {
+	if g.meta != nil {
+		return
+	}
+	switch {
+	case g.o.bareNames && g.mirror.bare != (len(g.m.Statuses()) == 1):
+		// A server came or went: the names change with the count.
+		g.syncTools(g.m.View())
+	case down(from) || down(to):
+		if from == to {
+			return
+		}
+		if !keeps(to) {
+			delete(g.mirror.kept, srvName)
+		}
+		g.syncTools(g.m.View())
+	case len(g.mirror.kept[srvName]) > 0 && !keeps(to):
+		delete(g.mirror.kept, srvName)
+		g.syncTools(g.m.View())
+	}
+}
+
+// servedName is the name t is served under. One that is not of the form
+// the MCP specification asks for (a server's name with a space in it, say)
+// is served all the same, and logged once: some clients refuse it.
+func (g *Gateway) servedName(t snapshot.Tool) string {
+	name := t.Qualified()
+	if g.mirror.bare {
+		name = t.Name()
+	}
+	if !ValidToolName(name) && !g.mirror.warned[name] {
+		if g.mirror.warned == nil {
+			g.mirror.warned = map[string]bool{}
+		}
+		g.mirror.warned[name] = true
+		g.log.Warn("mcpfleet: gateway: a tool name is not of the form MCP asks (1 to 128 of A-Z a-z 0-9 _ - .); some clients refuse it",
+			"tool", name, "server", t.Server())
+	}
+	return name
 }
 
 // applyDiff registers what a catalog change changed: the tools it names
 // are added, replaced or deleted as the current View has them (the View
 // may be newer than the event: it is the truth), and the prompts and
-// resources are registered again if their lists changed. Each change
-// makes mcp-go send one list_changed of its kind to every session.
+// resources are registered again if their lists changed. A tool the View
+// dropped because its server is down stays, stale (unless
+// WithDropStaleTools). Each change makes mcp-go send one list_changed of
+// its kind to every session.
 func (g *Gateway) applyDiff(d *snapshot.Diff) {
 	if d == nil {
 		g.syncAll()
@@ -150,20 +336,65 @@ func (g *Gateway) applyDiff(d *snapshot.Diff) {
 		}
 		var upsert []server.ServerTool
 		var remove []string
-		for _, name := range names {
-			if t, ok := v.Tool(name); ok {
-				upsert = append(upsert, g.serverTool(t))
-				g.mirror.tools[name] = struct{}{}
-			} else if _, ok := g.mirror.tools[name]; ok {
-				remove = append(remove, name)
-				delete(g.mirror.tools, name)
+		states := map[string]lifecycle.State{}
+		state := func(srv string) lifecycle.State {
+			st, ok := states[srv]
+			if !ok {
+				st = g.serverState(srv)
+				states[srv] = st
+			}
+			return st
+		}
+		for _, q := range names {
+			old, wasServed := g.mirror.served[q]
+			t, inView := v.Tool(q)
+			if !inView && wasServed {
+				// Gone from the View: kept if its server is down, or
+				// connecting for the first time (a catalog shown from the
+				// cache stays until the connect tells otherwise).
+				prev := g.mirror.tools[old]
+				if srv := prev.t.Server(); keeps(state(srv)) && !g.o.dropStale {
+					if g.mirror.kept[srv] == nil {
+						if g.mirror.kept == nil {
+							g.mirror.kept = map[string]map[string]snapshot.Tool{}
+						}
+						g.mirror.kept[srv] = map[string]snapshot.Tool{}
+					}
+					g.mirror.kept[srv][q] = prev.t
+					t, inView = prev.t, true
+				}
+			} else if inView {
+				delete(g.mirror.kept[t.Server()], q)
+			}
+			var m mirrored
+			ok := inView
+			if ok {
+				m.t = t
+				if st := state(t.Server()); down(st) {
+					m.stale = st
+					ok = !g.o.dropStale
+				}
+				ok = ok && g.listed(t.Server(), t.Name())
+			}
+			name := ""
+			if ok {
+				name = g.servedName(t)
+			}
+			if wasServed && old != name {
+				remove = append(remove, old)
+				delete(g.mirror.tools, old)
+				delete(g.mirror.served, q)
+			}
+			if ok {
+				upsert = append(upsert, g.serverTool(name, m))
+				g.mirror.tools[name] = m
+				g.mirror.served[q] = name
 			}
 		}
 		switch {
 		case len(upsert) > 0 && len(remove) > 0:
 			// One list_changed for the change, not one per kind.
-			g.syncAll()
-			return
+			g.syncTools(v)
 		case len(upsert) > 0:
 			g.srv.AddTools(upsert...)
 		case len(remove) > 0:
@@ -178,17 +409,29 @@ func (g *Gateway) applyDiff(d *snapshot.Diff) {
 	}
 }
 
-// serverTool is t as the gateway serves it: under its qualified name,
-// called through the Manager.
-func (g *Gateway) serverTool(t snapshot.Tool) server.ServerTool {
+// serverTool is m's tool as the gateway serves it: under name, marked
+// stale if its server is down, called through the Manager.
+func (g *Gateway) serverTool(name string, m mirrored) server.ServerTool {
+	t := m.t
 	def := t.Definition()
-	def.Name = t.Qualified()
-	srvName, name, qualified := t.Server(), t.Name(), t.Qualified()
+	def.Name = name
+	if m.stale != 0 {
+		meta := &mcp.Meta{AdditionalFields: map[string]any{}}
+		if def.Meta != nil {
+			meta.ProgressToken = def.Meta.ProgressToken
+			for k, v := range def.Meta.AdditionalFields {
+				meta.AdditionalFields[k] = v
+			}
+		}
+		meta.AdditionalFields[MetaStale] = map[string]any{"state": m.stale.String()}
+		def.Meta = meta
+	}
+	srvName, tool := t.Server(), t.Name()
 	invoke := func(ctx context.Context, args any, opts ...callOption) (*mcp.CallToolResult, error) {
-		return g.m.CallTool(ctx, srvName, name, args, opts...)
+		return g.m.CallTool(ctx, srvName, tool, args, opts...)
 	}
 	return server.ServerTool{Tool: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return g.callTool(ctx, req, srvName, qualified, invoke)
+		return g.callTool(ctx, req, srvName, tool, name, invoke)
 	}}
 }
 
@@ -197,6 +440,9 @@ func (g *Gateway) syncPrompts(v *snapshot.View) {
 	var prompts []server.ServerPrompt
 	for c := range v.Catalogs() {
 		srvName := c.Server()
+		if !g.listed(srvName, "") {
+			continue
+		}
 		for _, p := range c.Prompts() {
 			name := p.Name
 			p.Name = srvName + Separator + name
@@ -225,8 +471,12 @@ func (g *Gateway) syncResources(v *snapshot.View) {
 	}
 	var candidates []candidate
 	read := server.ResourceHandlerFunc(g.readResource)
+	// The routes take in every server's, so that a read of a URI of a
+	// server the policy closes is refused as denied; mcp-go is given the
+	// open ones.
 	for c := range v.Catalogs() { // sorted by server
 		srvName := c.Server()
+		open := g.listed(srvName, "")
 		for _, res := range c.Resources() {
 			if holder, dup := r.uris[res.URI]; dup {
 				g.log.Warn("mcpfleet: gateway: two servers offer one resource URI; the first keeps it",
@@ -234,6 +484,9 @@ func (g *Gateway) syncResources(v *snapshot.View) {
 				continue
 			}
 			r.uris[res.URI] = srvName
+			if !open {
+				continue
+			}
 			res.Meta = withServer(res.Meta, srvName)
 			resources = append(resources, server.ServerResource{Resource: res, Handler: read})
 		}
@@ -279,6 +532,9 @@ next:
 		}
 		seen[c.server+"\x00"+raw] = true
 		r.templates = append(r.templates, templateRoute{tmpl: c.t.URITemplate, server: c.server})
+		if !g.listed(c.server, "") {
+			continue
+		}
 		t := c.t
 		t.Meta = withServer(t.Meta, c.server)
 		templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(read)})
@@ -314,7 +570,7 @@ func withServer(meta *mcp.Meta, srvName string) *mcp.Meta {
 func (g *Gateway) promptHandler(srvName, name string) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		var res *mcp.GetPromptResult
-		err := g.request(ctx, srvName, func(ctx context.Context) (err error) {
+		err := g.request(ctx, string(mcp.MethodPromptsGet), srvName, name, func(ctx context.Context) (err error) {
 			res, err = g.m.GetPrompt(ctx, srvName, name, req.Params.Arguments)
 			return err
 		})
@@ -331,7 +587,7 @@ func (g *Gateway) readResource(ctx context.Context, req mcp.ReadResourceRequest)
 		return nil, err
 	}
 	var res *mcp.ReadResourceResult
-	err = g.request(ctx, srvName, func(ctx context.Context) (err error) {
+	err = g.request(ctx, string(mcp.MethodResourcesRead), srvName, "", func(ctx context.Context) (err error) {
 		res, err = g.m.ReadResource(ctx, srvName, req.Params.URI)
 		return err
 	})

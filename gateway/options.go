@@ -70,6 +70,22 @@ type options struct {
 	forwarder         *Forwarder
 	instructions      string
 	startupWait       time.Duration
+	bareNames         bool
+	dropStale         bool
+	observer          Observer
+	member            memberOptions // a Team's, for one identity's gateway
+}
+
+// memberOptions make a Gateway one identity's of a Team.
+type memberOptions struct {
+	id     string
+	access func(server, tool string) Decision
+	// authorize, if set, is told of each authorization URL the gateway
+	// sent a person to (see needsAuthorization).
+	authorize func(server, authURL string)
+	// restricted reports whether a policy is in force (access then
+	// decides); nil: whenever access is set.
+	restricted func() bool
 }
 
 func defaultOptions() options {
@@ -84,6 +100,7 @@ func defaultOptions() options {
 		sessionOpenRate:   DefaultSessionOpenRate,
 		maxMessage:        client.DefaultMaxMessageBytes,
 		inputTimeout:      DefaultInputTimeout,
+		observer:          NopObserver{},
 	}
 }
 
@@ -215,4 +232,35 @@ func WithForwarder(f *Forwarder) Option {
 // Reconnecting or PermanentlyFailed). Defaults to 0, no wait.
 func WithStartupWait(d time.Duration) Option {
 	return func(o *options) { o.startupWait = d }
+}
+
+// WithBareToolNames serves tools under their own names ("read_file") when
+// the fleet has one server, which then needs no prefix; with more, under
+// their qualified names as ever ("files__read_file"). The separator of
+// qualified names is the Manager's (client.WithSeparator; see
+// CheckSeparator). Defaults to qualified names always.
+func WithBareToolNames() Option {
+	return func(o *options) { o.bareNames = true }
+}
+
+// WithDropStaleTools leaves out the tools of a server that is down
+// (Reconnecting, NeedsAuthorization, PermanentlyFailed) until it is back.
+// Without it they stay listed from the last good catalog, each marked in
+// its _meta under MetaStale with the server's state, and a call of one
+// fails with the error that says why (the server is reconnecting, needs
+// the user to authorize, has failed): a client keeps a stable list while
+// one upstream is down.
+func WithDropStaleTools() Option {
+	return func(o *options) { o.dropStale = true }
+}
+
+// WithObserver tells o what the served side does: sessions, calls and
+// their outcomes, policy decisions, the servers' connection states (see
+// Observer). Defaults to none.
+func WithObserver(obs Observer) Option {
+	return func(o *options) {
+		if obs != nil {
+			o.observer = obs
+		}
+	}
 }

@@ -39,7 +39,10 @@ func newPeer(r *http.Request, token bool) *peer {
 		host = r.RemoteAddr
 	}
 	p := &peer{addr: host, conn: r.RemoteAddr}
-	switch {
+	switch id := IdentityFrom(r.Context()); {
+	case id != nil:
+		// A Team's request: its credential named who it is.
+		p.client = "id " + id.ID
 	case token:
 		// Whoever holds the token is one principal: the token names no one
 		// in particular, so all who show it share one client's limits.

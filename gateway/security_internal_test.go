@@ -462,7 +462,7 @@ func TestModernSessionsPerProgram(t *testing.T) {
 	if again, _ := g.sessions.of(modernCtx(g, "token", "127.0.0.1", "editor")); again != sa {
 		t.Fatal("a program's next request has another session")
 	}
-	ca, err := g.start(a, "x", true)
+	ca, err := g.start(a, "tools/call", "x", "t", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,17 +473,17 @@ func TestModernSessionsPerProgram(t *testing.T) {
 	if g.calls.resume(tok, sa) != ca {
 		t.Fatal("the call's own program cannot resume it")
 	}
-	cb, err := g.start(b, "x", true)
+	cb, err := g.start(b, "tools/call", "x", "t", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Two sessions, both busy: a third program of the client is refused.
 	third := modernCtx(g, "token", "127.0.0.1", "third")
-	if _, err := g.start(third, "x", true); err == nil || !strings.Contains(err.Error(), "holds 2 sessions, its cap") {
+	if _, err := g.start(third, "tools/call", "x", "t", true); err == nil || !strings.Contains(err.Error(), "holds 2 sessions, its cap") {
 		t.Fatalf("a third session past the cap: %v", err)
 	}
 	g.finish(ca, nil, nil)
-	c3, err := g.start(third, "x", true)
+	c3, err := g.start(third, "tools/call", "x", "t", true)
 	if err != nil {
 		t.Fatalf("a third session once one is idle: %v", err)
 	}

@@ -131,6 +131,7 @@ type session struct {
 	inflight atomic.Int64 // its requests to servers
 	active   atomic.Int64 // its HTTP requests being served, streams among them
 	lastUsed atomic.Int64 // unix nanoseconds
+	opened   time.Time    // set at creation, read-only
 
 	mu sync.Mutex // guards cs
 	// cs is the mcp-go session, for the requests the gateway sends it;
@@ -192,6 +193,8 @@ type sessionTable struct {
 	openBurst              int
 	reclaimAfter           time.Duration
 	onEnd                  func(*session) // ends a session taken out of the table
+	obs                    Observer       // told when a session starts and ends
+	who                    string         // the identity served, for obs
 
 	mu      sync.Mutex
 	byKey   map[sessionKey]*session
@@ -224,6 +227,22 @@ func (t *sessionTable) init(o options) {
 	t.openRate = o.sessionOpenRate
 	t.openBurst = max(1, int(math.Ceil(10*o.sessionOpenRate)))
 	t.reclaimAfter = DefaultSessionReclaimAfter
+}
+
+// addLocked puts a new session in the table and tells the Observer.
+func (t *sessionTable) addLocked(s *session) {
+	now := time.Now()
+	s.opened = now
+	s.lastUsed.Store(now.UnixNano())
+	t.byKey[s.key] = s
+	t.obs.SessionStarted(SessionInfo{Identity: t.who, Modern: s.key.kind == modern})
+}
+
+// endedLocked marks s ended, and tells the Observer the first time.
+func (t *sessionTable) endedLocked(s *session) {
+	if !s.ended.Swap(true) {
+		t.obs.SessionEnded(SessionInfo{Identity: t.who, Modern: s.key.kind == modern, Duration: time.Since(s.opened)})
+	}
 }
 
 // clientLocked returns the client of key, making it at its first request.
@@ -330,8 +349,7 @@ func (t *sessionTable) of(ctx context.Context) (*session, error) {
 	}
 	victims = append(victims, more...)
 	s := &session{key: key, cl: cl, notes: newNotes(), counted: true}
-	s.lastUsed.Store(time.Now().UnixNano())
-	t.byKey[key] = s
+	t.addLocked(s)
 	t.modern++
 	t.mu.Unlock()
 	t.endVictims(victims)
@@ -354,8 +372,7 @@ func (t *sessionTable) get(ctx context.Context, id string, cs server.ClientSessi
 		return s
 	}
 	s := &session{key: sessionKey{byID, id}, id: id, cl: t.clientLocked(clientKeyOf(ctx)), cs: cs, notes: newNotes()}
-	s.lastUsed.Store(time.Now().UnixNano())
-	t.byKey[s.key] = s
+	t.addLocked(s)
 	return s
 }
 
@@ -369,8 +386,7 @@ func (t *sessionTable) getLocal() *session {
 		return s
 	}
 	s := &session{key: key, cl: t.clientLocked("local"), notes: newNotes()}
-	s.lastUsed.Store(time.Now().UnixNano())
-	t.byKey[key] = s
+	t.addLocked(s)
 	return s
 }
 
@@ -479,7 +495,7 @@ func (t *sessionTable) forgetLocked(s *session) {
 		s.cl.sessions--
 		t.total--
 	}
-	s.ended.Store(true)
+	t.endedLocked(s)
 }
 
 // pruneModernLocked forgets the 2026-07-28 sessions idle for keepIdle.
@@ -525,8 +541,7 @@ func (t *sessionTable) open(ctx context.Context, id string, h *HTTPServer, r *re
 		t.total++
 	}
 	s := &session{key: sessionKey{byID, id}, id: id, cl: cl, owner: h, notes: newNotes(), counted: true}
-	s.lastUsed.Store(time.Now().UnixNano())
-	t.byKey[s.key] = s
+	t.addLocked(s)
 }
 
 // owned returns the session of id if h minted it.
@@ -599,7 +614,7 @@ func (t *sessionTable) endAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range t.byKey {
-		s.ended.Store(true)
+		t.endedLocked(s)
 	}
 }
 
@@ -665,8 +680,9 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 	}
 	select {
 	case <-g.started:
-		if !bytes.Contains(raw, []byte(`"resources/`)) {
-			return nil // the rest is for subscriptions and the startup only
+		if !bytes.Contains(raw, []byte(`"resources/`)) && (!g.restricting() ||
+			!bytes.Contains(raw, []byte(`"tools/call"`)) && !bytes.Contains(raw, []byte(`"prompts/get"`))) {
+			return nil // the rest is for subscriptions, the policy and the startup only
 		}
 	default:
 	}
@@ -682,6 +698,11 @@ func (g *Gateway) admit(ctx context.Context, _ any, message any) error {
 	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil // mcp-go says what is wrong with it
+	}
+	if g.restricting() {
+		if err := g.admitDenied(ctx, m.Method, m.Params.Name, m.Params.URI); err != nil {
+			return err
+		}
 	}
 	// A host that knows the tools from before calls without listing: a
 	// call of a tool not (yet) served waits for the startup too.

@@ -38,11 +38,15 @@ func (f fleet) View() *snapshot.View { return f.g.m.View() }
 func (f fleet) Call(ctx context.Context, qualified string, args any, opts ...client.CallOption) (*mcp.CallToolResult, error) {
 	g := f.g
 	ri, _ := ctx.Value(roundKey{}).(roundInfo)
-	srvName := ""
+	srvName, tool := "", ""
 	if t, ok := g.m.View().Tool(qualified); ok {
-		srvName = t.Server()
+		srvName, tool = t.Server(), t.Name()
 	}
-	return g.callRounds(ctx, ri.round, ri.token, srvName, args,
+	if err := g.check(srvName, tool); err != nil {
+		g.refused(string(mcp.MethodToolsCall), srvName, tool, err)
+		return nil, err
+	}
+	return g.callRounds(ctx, ri.round, ri.token, srvName, tool, args,
 		func(ctx context.Context, args any, more ...callOption) (*mcp.CallToolResult, error) {
 			return g.m.Call(ctx, qualified, args, append(opts, more...)...)
 		})

@@ -49,6 +49,10 @@ type serveFlags struct {
 	openRate      float64
 	watchInterval time.Duration
 	startupWait   time.Duration
+	separator     string
+	bareNames     bool
+	dropStale     bool
+	team          teamFlags
 }
 
 // stringList is a flag that may be given several times.
@@ -90,6 +94,10 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	fs.Float64Var(&f.openRate, "session-open-rate", 0, fmt.Sprintf("HTTP sessions a second one client may open, in bursts of ten times as many (default %d; -1: no limit)", gateway.DefaultSessionOpenRate))
 	fs.DurationVar(&f.watchInterval, "watch-interval", configfile.DefaultWatchInterval, "how often to look for changes of the config file")
 	fs.DurationVar(&f.startupWait, "startup-wait", defaultStartupWait, "how long the first tools/list may wait for servers still connecting (0: not at all)")
+	fs.StringVar(&f.separator, "separator", "", "the `separator` of qualified tool names, server and tool (default __; A-Z a-z 0-9 _ - . only)")
+	fs.BoolVar(&f.bareNames, "bare-tool-names", false, "serve tools under their own names when the fleet has one server")
+	fs.BoolVar(&f.dropStale, "drop-stale", false, "leave out the tools of a server that is down instead of listing them marked stale")
+	addTeamFlags(fs, &f.team)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -129,6 +137,18 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usagef("--log-level: %v", err)
+	}
+	if f.separator != "" {
+		if err := gateway.CheckSeparator(f.separator); err != nil {
+			return usagef("--separator: %v", err)
+		}
+	}
+	if err := checkTeamFlags(&f); err != nil {
+		return err
+	}
+	if f.team.on() {
+		f.http = loopbackByDefault(f.http)
+		return serveTeam(ctx, e, &f, level)
 	}
 	if f.http == "" {
 		return serve(ctx, e, &f, "", level)
@@ -209,6 +229,9 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 		defer reg.Close() // after the Manager closed its children
 		mopts = append(mopts, client.WithStdioOptions(stdio.WithRegistry(reg)))
 	}
+	if f.separator != "" {
+		mopts = append(mopts, client.WithSeparator(f.separator))
+	}
 	m := client.New(mopts...)
 	defer m.Close()
 	actx, cancel := context.WithTimeout(ctx, configfile.DefaultApplyTimeout)
@@ -225,6 +248,12 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 		gateway.WithMaxMessageBytes(f.maxMessage), gateway.WithStartupWait(f.startupWait)}
 	if f.toolSearch {
 		gopts = append(gopts, gateway.WithToolSearch())
+	}
+	if f.bareNames {
+		gopts = append(gopts, gateway.WithBareToolNames())
+	}
+	if f.dropStale {
+		gopts = append(gopts, gateway.WithDropStaleTools())
 	}
 	g := gateway.New(m, gopts...)
 	defer g.Close()

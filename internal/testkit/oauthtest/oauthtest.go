@@ -67,6 +67,17 @@ type Options struct {
 	// handled: a test holds the refresh there (to kill the client that
 	// sent it, say). The request's context ends when the client goes.
 	Refreshing func(r *http.Request)
+	// JWT makes the access tokens JWTs (see jwt.go): signed with a key of
+	// the server's, whose public half it publishes at its jwks_uri, for
+	// the audience the client asked for (RFC 8707's resource).
+	JWT bool
+	// User, if set, names the user who approves an authorization request
+	// (a test's client says who it plays, in a header, say). Defaults to
+	// "user".
+	User func(r *http.Request) string
+	// Claims, if set, adds claims to a user's JWT access tokens (groups,
+	// say).
+	Claims func(user string) map[string]any
 }
 
 // TokenRequest is one request that reached the token endpoint, as it
@@ -102,6 +113,8 @@ type Server struct {
 	lineage   map[string]int64
 	spent     map[string]bool
 	nextGrant int64
+
+	jwt *jwtIssuer // with Options.JWT
 
 	recMu         sync.Mutex // guards the fields below
 	tokenRequests []TokenRequest
@@ -142,6 +155,14 @@ func Listen(opts Options) (*Server, error) {
 		IsGenerateRefresh: true, IsRemoveAccess: true, IsRemoveRefreshing: true})
 	s.manager.MapTokenStorage(s.tokens)
 	s.manager.MapClientStorage(s.clients)
+	if opts.JWT {
+		j, err := newJWTIssuer(s)
+		if err != nil {
+			return nil, err
+		}
+		s.jwt = j
+		s.manager.MapAccessGenerate(j)
+	}
 	s.addClients()
 	srvCfg := server.NewConfig()
 	srvCfg.ForcePKCE = true
@@ -157,7 +178,10 @@ func Listen(opts Options) (*Server, error) {
 		return server.ClientFormHandler(r)
 	})
 	// The user approves at once.
-	s.oauth.SetUserAuthorizationHandler(func(http.ResponseWriter, *http.Request) (string, error) {
+	s.oauth.SetUserAuthorizationHandler(func(_ http.ResponseWriter, r *http.Request) (string, error) {
+		if opts.User != nil {
+			return opts.User(r), nil
+		}
 		return "user", nil
 	})
 	if err := s.start("127.0.0.1:0"); err != nil {
@@ -333,6 +357,9 @@ func (s *Server) start(addr string) error {
 		s.authorizations.Add(1)
 	})
 	mux.HandleFunc("POST /token", s.counted(s.token))
+	if s.jwt != nil {
+		mux.HandleFunc("GET /jwks", s.jwt.serveJWKS)
+	}
 	mux.Handle("/mcp", s.bearer(streamable))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
@@ -371,6 +398,9 @@ func (s *Server) asMetadata(w http.ResponseWriter, _ *http.Request) {
 		"code_challenge_methods_supported":      []string{"S256"},
 		"token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic", "client_secret_post"},
 		"scopes_supported":                      []string{Scope, "offline_access"},
+	}
+	if s.jwt != nil {
+		meta["jwks_uri"] = s.Issuer() + "/jwks"
 	}
 	if s.opts.Metadata != nil {
 		s.opts.Metadata(meta)

@@ -4,6 +4,11 @@
 //   node client.mjs SDK_DIR stdio COMMAND [ARGS...]
 //   node client.mjs SDK_DIR http URL
 //
+// Over HTTP it sends $TSCLIENT_TOKEN as its bearer token, or, with
+// $TSCLIENT_OAUTH set to a user's name, does the OAuth flow itself (see
+// below). A connection that fails prints {"event":"failed","error":...}
+// and exits.
+//
 // It connects, then prints {"event":"ready"} and reads commands from stdin,
 // one JSON object a line, answering each with a line that carries its id:
 //
@@ -50,16 +55,63 @@ client.setRequestHandler(types.ListRootsRequestSchema, () => {
 });
 
 let transport;
+let connected = false;
 if (mode === "stdio") {
   const { StdioClientTransport } = await sdk("client/stdio.js");
   transport = new StdioClientTransport({ command: rest[0], args: rest.slice(1), env: process.env, stderr: "inherit" });
+} else if (process.env.TSCLIENT_OAUTH) {
+  // The SDK's own OAuth: on the server's 401 it discovers the protected
+  // resource metadata and the authorization server, registers, and sends
+  // the user to authorize; here the "browser" is a fetch that names the
+  // user (TSCLIENT_OAUTH) to the test authorization server, which approves
+  // at once, and takes the code from its redirect.
+  const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
+  const { UnauthorizedError } = await sdk("client/auth.js");
+  const provider = {
+    redirectUrl: "http://127.0.0.1:9/callback",
+    clientMetadata: { client_name: "ts-client", redirect_uris: ["http://127.0.0.1:9/callback"],
+      grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" },
+    clientInformation() { return this.info; },
+    saveClientInformation(info) { this.info = info; },
+    tokens() { return this.saved; },
+    saveTokens(tokens) { this.saved = tokens; },
+    saveCodeVerifier(v) { this.verifier = v; },
+    codeVerifier() { return this.verifier; },
+    async redirectToAuthorization(url) {
+      const res = await fetch(url, { redirect: "manual", headers: { "X-Test-User": process.env.TSCLIENT_OAUTH } });
+      const loc = res.headers.get("location");
+      if (!loc) throw new Error("authorization answered " + res.status + " without a redirect");
+      this.code = new URL(loc).searchParams.get("code");
+    },
+  };
+  const url = new URL(rest[0]);
+  transport = new StreamableHTTPClientTransport(url, { authProvider: provider });
+  try {
+    await client.connect(transport);
+    connected = true;
+  } catch (e) {
+    if (!(e instanceof UnauthorizedError) || !provider.code) {
+      out({ event: "failed", error: String(e?.message ?? e) });
+      process.exit(1);
+    }
+    await transport.finishAuth(provider.code);
+    transport = new StreamableHTTPClientTransport(url, { authProvider: provider });
+  }
 } else {
   const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
   const token = process.env.TSCLIENT_TOKEN;
   transport = new StreamableHTTPClientTransport(new URL(rest[0]),
     token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined);
 }
-await client.connect(transport);
+if (!connected) {
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    // Connecting failed: say why on stdout for the test, then leave.
+    out({ event: "failed", error: String(e?.message ?? e) });
+    process.exit(1);
+  }
+}
 out({ event: "ready", server: client.getServerVersion() });
 
 // Commands run concurrently: a call waiting for its answer does not hold

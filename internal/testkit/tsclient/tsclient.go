@@ -35,6 +35,7 @@ type Client struct {
 	nextID  int
 	pending map[int]chan reply
 	stderr  strings.Builder
+	failure string // why connecting failed, as the client said
 	exited  chan struct{}
 }
 
@@ -79,7 +80,32 @@ func StartHTTPWithToken(t testing.TB, url, token string) *Client {
 	return start(t, []string{"TSCLIENT_TOKEN=" + token}, []string{"http", url})
 }
 
+// StartHTTPOAuth starts a client of the streamable HTTP server at url that
+// authorizes itself with the SDK's own OAuth (discovery from the server's
+// 401, registration, authorization code with PKCE and the resource
+// indicator), playing user at the authorization server (which must approve
+// at once, as oauthtest's does, reading the user from the X-Test-User
+// header).
+func StartHTTPOAuth(t testing.TB, url, user string) *Client {
+	return start(t, []string{"TSCLIENT_OAUTH=" + user}, []string{"http", url})
+}
+
+// TryHTTPWithToken is StartHTTPWithToken for a connection that may fail:
+// the error says why the client could not connect.
+func TryHTTPWithToken(t testing.TB, url, token string) (*Client, error) {
+	return try(t, []string{"TSCLIENT_TOKEN=" + token}, []string{"http", url})
+}
+
 func start(t testing.TB, env []string, args []string) *Client {
+	t.Helper()
+	c, err := try(t, env, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func try(t testing.TB, env []string, args []string) (*Client, error) {
 	t.Helper()
 	sdk := npmtest.Package(t, "@modelcontextprotocol/sdk")
 	_, file, _, _ := runtime.Caller(0)
@@ -104,9 +130,12 @@ func start(t testing.TB, env []string, args []string) *Client {
 	select {
 	case <-ready:
 	case <-c.exited:
-		t.Fatalf("tsclient: the client exited before it connected:\n%s", c.Stderr())
+		c.mu.Lock()
+		failure := c.failure
+		c.mu.Unlock()
+		return nil, fmt.Errorf("tsclient: the client could not connect: %s\n%s", failure, c.Stderr())
 	}
-	return c
+	return c, nil
 }
 
 type lockedBuilder struct {
@@ -155,6 +184,10 @@ func (c *Client) read(stdout io.Reader, ready chan struct{}) {
 		switch {
 		case line.Event == "ready":
 			close(ready)
+		case line.Event == "failed":
+			c.mu.Lock()
+			c.failure = line.Error
+			c.mu.Unlock()
 		case line.Event == "asked":
 			c.event("asked " + line.Method)
 		case line.Event != "":
