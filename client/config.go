@@ -172,22 +172,14 @@ type configParser struct {
 	errs      []error
 }
 
-// Keys a config may have at the top and in each server entry.
+// Keys a config may have at the top and in each server entry; a block's
+// keys are its table's (see block).
 var (
 	topKeys = []string{"mcpServers", "servers", "inputs", "$schema"}
 	// Aliases spell the same field differently across hosts.
 	serverKeys = []string{"type", "transport", "command", "args", "env", "cwd", "url", "httpUrl", "headers",
 		"disabled", "required", "lazy", "timeout", "idleTimeout", "reconnect", "toolPrefix", "envFile", "limits", "oauth",
 		"tools", "includeTools", "excludeTools", "trust", "description"}
-	inputKeys  = []string{"id", "type", "description", "default", "password", "options", "command", "args"}
-	toolsKeys  = []string{"allow", "deny"}
-	limitsKeys = []string{"maxMessageBytes", "maxCatalogItems", "maxCatalogPages", "notificationRate",
-		"maxServerRequests", "serverRequestRate"}
-	oauthKeys = []string{"clientId", "clientSecret", "scopes", "callbackPort", "redirectUri", "grant",
-		"clientMetadataUrl", "tokenEndpointAuthMethod", "privateKey", "signingAlgorithm", "clientName", "issuer",
-		"idpTokenEndpoint", "idpClientId", "idpClientSecret", "idTokenFile"}
-	policyKeys = []string{"initialInterval", "maxInterval", "multiplier", "jitter", "maxAttempts",
-		"maxElapsed", "stableAfter", "probeInterval"}
 )
 
 func (p *configParser) errorf(server, field, format string, args ...any) {
@@ -525,33 +517,55 @@ func (p *configParser) duration(server, field string, v json.RawMessage) time.Du
 	return d
 }
 
-// object decodes the block field of server's entry, which must be a JSON
-// object; if it is not, it records the error msg and reports false.
-func (p *configParser) object(server, field string, v json.RawMessage, msg string) (map[string]json.RawMessage, bool) {
+// blockKey is one key of a block (tools, limits, oauth, reconnect, an
+// input) and what its value sets.
+type blockKey struct {
+	name string
+	// set parses the key's value; field is its full name ("oauth.grant").
+	set func(field string, v json.RawMessage)
+}
+
+// block parses v, the block field of server's entry (server "" for one
+// at the top of the file), which must be a JSON object: each key by its
+// set, in sorted order, so errors come in the file's key order whatever
+// the table's. A key not in keys is an error suggesting the nearest one,
+// or listing them all in the table's order. If v is not an object, block
+// records the error msg and reports false.
+func (p *configParser) block(server, field string, v json.RawMessage, msg string, keys []blockKey) bool {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(v, &fields); err != nil || fields == nil {
 		p.errorf(server, field, "%s", msg)
-		return nil, false
+		return false
 	}
-	return fields, true
+	for _, k := range sortedKeys(fields) {
+		f := field + "." + k
+		i := slices.IndexFunc(keys, func(b blockKey) bool { return b.name == k })
+		if i < 0 {
+			known := make([]string, len(keys))
+			for j, b := range keys {
+				known[j] = b.name
+			}
+			p.unknownKey(server, f, k, known)
+			continue
+		}
+		keys[i].set(f, fields[k])
+	}
+	return true
+}
+
+// into is the set of a block key whose value parse makes into *dst.
+func into[T any](server string, parse func(server, field string, v json.RawMessage) T, dst *T) func(string, json.RawMessage) {
+	return func(field string, v json.RawMessage) { *dst = parse(server, field, v) }
 }
 
 // toolFilter parses a "tools" object: {"allow": [...], "deny": [...]}.
 func (p *configParser) toolFilter(server string, v json.RawMessage) ToolFilter {
-	fields, ok := p.object(server, "tools", v, `must be an object like {"allow": ["read_*"], "deny": ["delete_*"]}`)
-	if !ok {
-		return ToolFilter{}
-	}
 	var f ToolFilter
-	for _, k := range sortedKeys(fields) {
-		switch k {
-		case "allow":
-			f.Allow = p.patterns(server, "tools.allow", fields[k])
-		case "deny":
-			f.Deny = p.patterns(server, "tools.deny", fields[k])
-		default:
-			p.unknownKey(server, "tools."+k, k, toolsKeys)
-		}
+	if !p.block(server, "tools", v, `must be an object like {"allow": ["read_*"], "deny": ["delete_*"]}`, []blockKey{
+		{"allow", into(server, p.patterns, &f.Allow)},
+		{"deny", into(server, p.patterns, &f.Deny)},
+	}) {
+		return ToolFilter{}
 	}
 	return f
 }
@@ -594,29 +608,22 @@ func (p *configParser) patterns(server, field string, v json.RawMessage) []strin
 // limits parses a "limits" object. Every field takes a number, or "off";
 // maxMessageBytes also a size like "16MiB" or "512KiB".
 func (p *configParser) limits(server string, v json.RawMessage) Limits {
-	fields, ok := p.object(server, "limits", v, "must be an object")
-	if !ok {
-		return Limits{}
-	}
 	var l Limits
-	for _, k := range sortedKeys(fields) {
-		f, v := "limits."+k, fields[k]
-		switch k {
-		case "maxMessageBytes":
-			l.MaxMessageBytes = int64(p.limitNumber(server, f, v, true))
-		case "maxCatalogItems":
-			l.MaxCatalogItems = int(p.limitNumber(server, f, v, false))
-		case "maxCatalogPages":
-			l.MaxCatalogPages = int(p.limitNumber(server, f, v, false))
-		case "notificationRate":
-			l.NotificationRate = p.limitNumber(server, f, v, false)
-		case "maxServerRequests":
-			l.MaxServerRequests = int(p.limitNumber(server, f, v, false))
-		case "serverRequestRate":
-			l.ServerRequestRate = p.limitNumber(server, f, v, false)
-		default:
-			p.unknownKey(server, f, k, limitsKeys)
-		}
+	count := func(dst *int) func(string, json.RawMessage) {
+		return func(f string, v json.RawMessage) { *dst = int(p.limitNumber(server, f, v, false)) }
+	}
+	rate := func(dst *float64) func(string, json.RawMessage) {
+		return func(f string, v json.RawMessage) { *dst = p.limitNumber(server, f, v, false) }
+	}
+	if !p.block(server, "limits", v, "must be an object", []blockKey{
+		{"maxMessageBytes", func(f string, v json.RawMessage) { l.MaxMessageBytes = int64(p.limitNumber(server, f, v, true)) }},
+		{"maxCatalogItems", count(&l.MaxCatalogItems)},
+		{"maxCatalogPages", count(&l.MaxCatalogPages)},
+		{"notificationRate", rate(&l.NotificationRate)},
+		{"maxServerRequests", count(&l.MaxServerRequests)},
+		{"serverRequestRate", rate(&l.ServerRequestRate)},
+	}) {
+		return Limits{}
 	}
 	return l
 }
@@ -669,65 +676,12 @@ func (p *configParser) limitNumber(server, field string, v json.RawMessage, size
 
 // oauth parses an "oauth" block.
 func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
-	fields, ok := p.object(server, "oauth", v, "must be an object")
-	if !ok {
-		return nil
-	}
 	var c oauth.Config
-	for _, k := range sortedKeys(fields) {
-		f, v := "oauth."+k, fields[k]
-		switch k {
-		case "clientId":
-			c.ClientID = p.str(server, f, v)
-		case "clientSecret":
-			c.ClientSecret = p.str(server, f, v)
-		case "redirectUri":
-			c.RedirectURI = p.str(server, f, v)
-		case "clientMetadataUrl":
-			c.ClientMetadataURL = p.str(server, f, v)
-		case "tokenEndpointAuthMethod":
-			c.TokenEndpointAuthMethod = p.str(server, f, v)
-		case "privateKey":
-			c.PrivateKey = p.str(server, f, v)
-		case "signingAlgorithm":
-			c.SigningAlgorithm = p.str(server, f, v)
-		case "clientName":
-			c.ClientName = p.str(server, f, v)
-		case "issuer":
-			c.Issuer = p.str(server, f, v)
-		case "idpTokenEndpoint":
-			c.IdPTokenEndpoint = p.str(server, f, v)
-		case "idpClientId":
-			c.IdPClientID = p.str(server, f, v)
-		case "idpClientSecret":
-			c.IdPClientSecret = p.str(server, f, v)
-		case "idTokenFile":
-			c.IDTokenFile = p.str(server, f, v)
-		case "grant":
-			g, err := oauth.ParseGrant(p.str(server, f, v))
-			if err != nil {
-				p.errorf(server, f, "%v", err)
-			}
-			c.Grant = g
-		case "callbackPort":
-			var n int
-			if err := json.Unmarshal(v, &n); err != nil {
-				var s string
-				if json.Unmarshal(v, &s) != nil {
-					p.errorf(server, f, "must be a port number")
-					continue
-				}
-				if s, err = p.expand(server, f, s); err != nil {
-					p.errorf(server, f, "%v", err)
-					continue
-				}
-				if n, err = strconv.Atoi(s); err != nil {
-					p.errorf(server, f, "must be a port number")
-					continue
-				}
-			}
-			c.CallbackPort = n
-		case "scopes":
+	str := func(dst *string) func(string, json.RawMessage) { return into(server, p.str, dst) }
+	if !p.block(server, "oauth", v, "must be an object", []blockKey{
+		{"clientId", str(&c.ClientID)},
+		{"clientSecret", str(&c.ClientSecret)},
+		{"scopes", func(f string, v json.RawMessage) {
 			// An array of scopes, as Gemini CLI writes it, or one
 			// space-separated string, as OAuth's scope parameter is.
 			var list []json.RawMessage
@@ -735,34 +689,81 @@ func (p *configParser) oauth(server string, v json.RawMessage) *oauth.Config {
 				for i, s := range list {
 					c.Scopes = append(c.Scopes, p.str(server, fmt.Sprintf("%s[%d]", f, i), s))
 				}
-				continue
+				return
 			}
 			c.Scopes = strings.Fields(p.str(server, f, v))
-		default:
-			p.unknownKey(server, f, k, oauthKeys)
-		}
+		}},
+		{"callbackPort", func(f string, v json.RawMessage) {
+			var n int
+			if err := json.Unmarshal(v, &n); err != nil {
+				var s string
+				if json.Unmarshal(v, &s) != nil {
+					p.errorf(server, f, "must be a port number")
+					return
+				}
+				if s, err = p.expand(server, f, s); err != nil {
+					p.errorf(server, f, "%v", err)
+					return
+				}
+				if n, err = strconv.Atoi(s); err != nil {
+					p.errorf(server, f, "must be a port number")
+					return
+				}
+			}
+			c.CallbackPort = n
+		}},
+		{"redirectUri", str(&c.RedirectURI)},
+		{"grant", func(f string, v json.RawMessage) {
+			g, err := oauth.ParseGrant(p.str(server, f, v))
+			if err != nil {
+				p.errorf(server, f, "%v", err)
+			}
+			c.Grant = g
+		}},
+		{"clientMetadataUrl", str(&c.ClientMetadataURL)},
+		{"tokenEndpointAuthMethod", str(&c.TokenEndpointAuthMethod)},
+		{"privateKey", str(&c.PrivateKey)},
+		{"signingAlgorithm", str(&c.SigningAlgorithm)},
+		{"clientName", str(&c.ClientName)},
+		{"issuer", str(&c.Issuer)},
+		{"idpTokenEndpoint", str(&c.IdPTokenEndpoint)},
+		{"idpClientId", str(&c.IdPClientID)},
+		{"idpClientSecret", str(&c.IdPClientSecret)},
+		{"idTokenFile", str(&c.IDTokenFile)},
+	}) {
+		return nil
 	}
 	return &c
 }
 
+// policy parses a "reconnect" block.
 func (p *configParser) policy(server string, v json.RawMessage) *lifecycle.Policy {
-	fields, ok := p.object(server, "reconnect", v, "must be an object")
-	if !ok {
-		return nil
-	}
 	var pol lifecycle.Policy
-	for _, k := range sortedKeys(fields) {
-		f, v := "reconnect."+k, fields[k]
-		switch k {
-		case "initialInterval":
-			pol.InitialInterval = p.duration(server, f, v)
-		case "maxInterval":
-			pol.MaxInterval = p.duration(server, f, v)
-		case "maxElapsed":
-			pol.MaxElapsed = p.duration(server, f, v)
-		case "stableAfter":
-			pol.StableAfter = p.duration(server, f, v)
-		case "probeInterval":
+	duration := func(dst *time.Duration) func(string, json.RawMessage) { return into(server, p.duration, dst) }
+	number := func(dst *float64) func(string, json.RawMessage) {
+		return func(f string, v json.RawMessage) {
+			var x float64
+			if err := json.Unmarshal(v, &x); err != nil {
+				p.errorf(server, f, "must be a number")
+			}
+			*dst = x
+		}
+	}
+	if !p.block(server, "reconnect", v, "must be an object", []blockKey{
+		{"initialInterval", duration(&pol.InitialInterval)},
+		{"maxInterval", duration(&pol.MaxInterval)},
+		{"multiplier", number(&pol.Multiplier)},
+		{"jitter", number(&pol.Jitter)},
+		{"maxAttempts", func(f string, v json.RawMessage) {
+			var n int
+			if err := json.Unmarshal(v, &n); err != nil {
+				p.errorf(server, f, "must be an integer (negative means forever)")
+			}
+			pol.MaxAttempts = n
+		}},
+		{"maxElapsed", duration(&pol.MaxElapsed)},
+		{"stableAfter", duration(&pol.StableAfter)},
+		{"probeInterval", func(f string, v json.RawMessage) {
 			// "off" turns the slow probe off.
 			var s string
 			if json.Unmarshal(v, &s) == nil && s == "off" {
@@ -770,25 +771,9 @@ func (p *configParser) policy(server string, v json.RawMessage) *lifecycle.Polic
 			} else {
 				pol.ProbeInterval = p.duration(server, f, v)
 			}
-		case "multiplier", "jitter":
-			var x float64
-			if err := json.Unmarshal(v, &x); err != nil {
-				p.errorf(server, f, "must be a number")
-			}
-			if k == "multiplier" {
-				pol.Multiplier = x
-			} else {
-				pol.Jitter = x
-			}
-		case "maxAttempts":
-			var n int
-			if err := json.Unmarshal(v, &n); err != nil {
-				p.errorf(server, f, "must be an integer (negative means forever)")
-			}
-			pol.MaxAttempts = n
-		default:
-			p.unknownKey(server, f, k, policyKeys)
-		}
+		}},
+	}) {
+		return nil
 	}
 	return &pol
 }
