@@ -108,3 +108,26 @@ func (p *configParser) callTimeout(server string, v json.RawMessage) time.Durati
 	}
 	return p.duration(server, "timeout", v)
 }
+
+// transport settles an entry's URL keys: Gemini CLI's "httpUrl" is
+// streamable HTTP; in a Gemini CLI file, "url" without a "type" is legacy
+// SSE, as Gemini CLI reads it (elsewhere check makes it streamable HTTP).
+func (p *configParser) transport(name string, sc *ServerConfig, w *wire, httpURL string) {
+	if httpURL != "" {
+		switch {
+		case w.url != "":
+			p.errorf(name, "httpUrl", "url is set too; use httpUrl for streamable HTTP or url for SSE, not both")
+		case sc.Type == "sse":
+			p.errorf(name, "httpUrl", "httpUrl is streamable HTTP but type is sse; use url for SSE")
+		default:
+			w.url = httpURL
+			if sc.Type == "" {
+				sc.Type = "http"
+			}
+		}
+		return
+	}
+	if p.dialect == DialectGemini && w.url != "" && sc.Type == "" && w.command == "" {
+		sc.Type = "sse"
+	}
+}

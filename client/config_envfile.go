@@ -138,3 +138,25 @@ func envValue(s string) (string, error) {
 	}
 	return "", fmt.Errorf("no closing %c", q)
 }
+
+// envFile reads the entry's envFile into its env; the entry's own env
+// wins over the file, as in VS Code.
+func (p *configParser) envFile(name string, sc *ServerConfig, w *wire) {
+	if sc.EnvFile == "" {
+		return
+	}
+	path, err := p.envFilePath(sc.EnvFile)
+	if err != nil {
+		p.errorf(name, "envFile", "%v", err)
+		return
+	}
+	vars, err := readEnvFile(path)
+	if err != nil {
+		p.errorf(name, "envFile", "%v", err)
+		return
+	}
+	for k, v := range w.env {
+		vars[k] = v
+	}
+	w.env = vars
+}

@@ -119,33 +119,19 @@ func (p *configParser) inputs(raw json.RawMessage) {
 	p.declared = map[string]Input{}
 	for i, item := range list {
 		where := fmt.Sprintf("inputs[%d]", i)
-		fields, ok := p.object("", where, item, "must be an object")
-		if !ok {
-			continue
-		}
 		var in Input
-		for _, k := range sortedKeys(fields) {
-			f, v := where+"."+k, fields[k]
-			switch k {
-			case "id":
-				in.ID = p.rawString("", f, v)
-			case "type":
-				in.Type = p.rawString("", f, v)
-			case "description":
-				in.Description = p.rawString("", f, v)
-			case "default":
-				in.Default = p.rawString("", f, v)
-			case "command":
-				in.Command = p.rawString("", f, v)
-			case "password":
-				in.Password = p.boolean("", f, v)
-			case "options":
-				in.Options = p.inputOptions(f, v)
-			case "args":
-				// A command input's arguments, for VS Code to pass.
-			default:
-				p.unknownKey("", f, k, inputKeys)
-			}
+		if !p.block("", where, item, "must be an object", []blockKey{
+			{"id", into("", p.rawString, &in.ID)},
+			{"type", into("", p.rawString, &in.Type)},
+			{"description", into("", p.rawString, &in.Description)},
+			{"default", into("", p.rawString, &in.Default)},
+			{"password", into("", p.boolean, &in.Password)},
+			{"options", func(f string, v json.RawMessage) { in.Options = p.inputOptions(f, v) }},
+			{"command", into("", p.rawString, &in.Command)},
+			// A command input's arguments, for VS Code to pass.
+			{"args", func(string, json.RawMessage) {}},
+		}) {
+			continue
 		}
 		switch {
 		case !inputIDOK(in.ID):
@@ -338,3 +324,24 @@ func (p *configParser) expand(server, field, s string) (string, error) {
 }
 
 func varStart(c byte) bool { return c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }
+
+func validVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// redactVar shows the shape of a malformed value without its content.
+func redactVar(s string) string {
+	if len(s) > 8 {
+		return s[:8] + "…"
+	}
+	return s
+}
