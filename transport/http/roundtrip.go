@@ -199,6 +199,16 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		}
 	}
 	c.streamFailed(fmt.Errorf("server answered the stream with HTTP %d", resp.StatusCode))
+	if c.spec.Kind == SSE && resp.StatusCode < 300 {
+		// A 2xx that is no event stream (a web page): mcp-go would read it
+		// for an endpoint event until the dial's deadline. The answer is
+		// recorded, for the dial's error to describe.
+		discard(resp)
+		if mediaType == "" {
+			mediaType = "no content type"
+		}
+		return nil, fmt.Errorf("the server answered the event stream with %s", mediaType)
+	}
 	if getStream {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
