@@ -118,7 +118,9 @@ func (rt *roundTripper) answer(req *nethttp.Request) (*nethttp.Response, error) 
 	if err != nil {
 		return nil, err
 	}
-	record(req, resp)
+	// A legacy SSE POST's answer travels on the stream: its own body is
+	// anything.
+	record(req, resp, rt.c.spec.Kind == StreamableHTTP && req.Method == nethttp.MethodPost)
 	if resp.StatusCode == nethttp.StatusNotFound && rt.sessionless(req) {
 		resp = answer404(resp)
 	}
@@ -169,7 +171,7 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		}
 		return nil, err
 	}
-	record(req, resp)
+	record(req, resp, c.spec.Kind == SSE)
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	// Older mcp-go servers (v0.32, v0.34) answer the GET stream with 202
 	// Accepted, which mcp-go's client takes too.

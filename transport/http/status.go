@@ -164,16 +164,17 @@ func withExchange(ctx context.Context) (context.Context, *exchange) {
 const bodyPeek = 4 << 10
 
 // record keeps what describes resp, a failed answer to req, if req's
-// context has an exchange: one with a status other than 2xx, or a 2xx
-// that is not MCP's (a web page where JSON or an event stream was due).
-// The body read is put back for mcp-go.
-func record(req *nethttp.Request, resp *nethttp.Response) {
+// context has an exchange: one with a status other than 2xx, or, when
+// its body must be MCP's (carrying says so: a streamable HTTP POST, the
+// legacy SSE stream), a 2xx that is not (a web page where JSON or an
+// event stream was due). The body read is put back for mcp-go.
+func record(req *nethttp.Request, resp *nethttp.Response, carrying bool) {
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if ex == nil {
 		return
 	}
 	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if resp.StatusCode < 300 && !notMCPAnswer(resp.StatusCode, media) {
+	if resp.StatusCode < 300 && (!carrying || !notMCPAnswer(resp.StatusCode, media)) {
 		return
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, bodyPeek))
