@@ -5,16 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultinject"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
+	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/transport"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
@@ -638,5 +648,164 @@ func assertOneClass(t testing.TB, err error) {
 		t.Errorf("the caller's context error also wraps %s: %v", strings.Join(classes, ", "), err)
 	case !ctxErr && len(classes) != 1:
 		t.Errorf("err wraps %d documented classes %v, want exactly one: %v", len(classes), classes, err)
+	}
+}
+
+// waitMistake waits, with the dial timeout far away, for server "s" of m
+// to settle as a mistake: WaitFor(Connected) ends with ErrPermanentlyFailed
+// and a cause that matches transport.ErrMisconfigured and
+// transport.ErrNotMCP and says each of says, after one dial, through
+// Connecting → PermanentlyFailed. It returns the cause.
+func waitMistake(t *testing.T, m *Manager, rec *recorder, says ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	began := time.Now()
+	err := m.WaitFor(ctx, "s", lifecycle.Connected)
+	t.Logf("after %v: %v", time.Since(began).Round(time.Millisecond), err)
+	if ctx.Err() != nil {
+		t.Fatalf("WaitFor waited for its deadline: %v", err)
+	}
+	if !errors.Is(err, ErrPermanentlyFailed) || !errors.Is(err, transport.ErrMisconfigured) || !errors.Is(err, transport.ErrNotMCP) {
+		t.Fatalf("WaitFor = %v; want PermanentlyFailed for a mistake: not MCP", err)
+	}
+	st, serr := m.Status("s")
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	if st.State != lifecycle.PermanentlyFailed || st.Attempt != 1 || m.Stats().Servers[0].Dials != 1 {
+		t.Errorf("state %s, attempt %d, %d dials; want PermanentlyFailed after 1", st.State, st.Attempt, m.Stats().Servers[0].Dials)
+	}
+	for _, s := range says {
+		if !strings.Contains(st.LastError.Error(), s) {
+			t.Errorf("LastError %q does not say %q", st.LastError, s)
+		}
+	}
+	rec.waitStates(t, "s", "Connecting", "PermanentlyFailed")
+	return st.LastError
+}
+
+// TestGarbageThenSilenceSettlesAsMistake: a stdio server whose stdout
+// carried a line that is not MCP and then nothing settles, within the
+// stray grace of each handshake request and not after the dial timeout
+// (10 minutes here), in PermanentlyFailed with the line quoted, once: a
+// mistake like a command not found or a server exiting at start (issue
+// 38). The shell is the issue's own server; the fault server's banner-hang
+// mode is the same on every OS.
+func TestGarbageThenSilenceSettlesAsMistake(t *testing.T) {
+	bannerHang := faultSpec(faultserver.ModeBannerHang)
+	for _, tt := range []struct {
+		name string
+		spec ServerSpec
+		line string
+	}{
+		{"shell", ServerSpec{Stdio: &stdio.Spec{Command: "sh", Args: []string{"-c", "echo Server listening on stdio...; sleep 600"}}},
+			"Server listening on stdio..."},
+		{"fault server", bannerHang, faultserver.BannerLine},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "shell" && runtime.GOOS == "windows" {
+				t.Skip("no sh on Windows; the fault server case is the same")
+			}
+			m := newTestManager(t, WithPolicy(slowPolicy), WithDialTimeout(10*time.Minute),
+				WithStdioOptions(stdio.WithCloseGrace(100*time.Millisecond), stdio.WithTermTimeout(time.Second)))
+			rec := record(m)
+			mustAdd(t, m, "s", tt.spec)
+			cause := waitMistake(t, m, rec, strconv.Quote(tt.line), "to stdout that is not an MCP message", "logs belong on stderr")
+			var nm *stdio.NotMCPError
+			if !errors.As(cause, &nm) || nm.Line != tt.line {
+				t.Errorf("cause %v: want a *stdio.NotMCPError of %q", cause, tt.line)
+			}
+			if n := strings.Count(cause.Error(), tt.line); n != 1 {
+				t.Errorf("cause %q quotes the line %d times, want once", cause, n)
+			}
+		})
+	}
+}
+
+// TestBannerThenServeConnects: a stdio server that writes a banner to
+// stdout and then serves (as several real servers do) connects and
+// serves. The grace is long here so that the test does not depend on how
+// fast the machine gets the child to answer; transport/stdio's
+// TestStrayWatch shows that the server's first message ends the watch.
+func TestBannerThenServeConnects(t *testing.T) {
+	m := newTestManager(t, WithPolicy(slowPolicy), WithStdioOptions(stdio.WithStrayGrace(time.Hour)))
+	mustAdd(t, m, "s", faultSpec(faultserver.ModeBannerServe))
+	mustWait(t, m, "s", lifecycle.Connected)
+	if res, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"text": "hi"}); err != nil || text(res) != "hi" {
+		t.Fatalf("echo = %q, %v", text(res), err)
+	}
+}
+
+// htmlPage answers like a web server at a URL that is not its MCP
+// endpoint: 200 and a page.
+func htmlPage(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprint(w, "<!doctype html><html><head><title>Welcome to Acme</title></head><body><p>filler</p></body></html>")
+}
+
+// TestHTMLEndpointSettlesAsMistake: an endpoint that answers the
+// handshake with 200 and a web page settles, before it ever worked, in
+// PermanentlyFailed with a hint, after one dial, on both HTTP transports
+// (issue 38).
+func TestHTMLEndpointSettlesAsMistake(t *testing.T) {
+	for _, kind := range []mcphttp.Kind{mcphttp.StreamableHTTP, mcphttp.SSE} {
+		t.Run(kind.String(), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(htmlPage))
+			defer srv.Close()
+			m := newTestManager(t, WithPolicy(slowPolicy), WithDialTimeout(10*time.Minute))
+			rec := record(m)
+			mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL + "/", Kind: kind}})
+			cause := waitMistake(t, m, rec, `200 OK (text/html: "Welcome to Acme")`, "is this the MCP endpoint?")
+			var he *mcphttp.Error
+			if !errors.As(cause, &he) || strings.Contains(cause.Error(), "filler") {
+				t.Errorf("cause %v: want an *http.Error that does not quote the page", cause)
+			}
+		})
+	}
+}
+
+// TestHTMLAfterWorkingIsOutage: a server that worked and then answers
+// with a web page for a while (a deploy that put a maintenance page in
+// front of it) is an outage: it is retried on the budget, never settles
+// as a mistake, and is found again when the page goes.
+func TestHTMLAfterWorkingIsOutage(t *testing.T) {
+	real := httpserver.Start(t, httpserver.MCPGo)
+	var maintenance atomic.Bool
+	target, err := url.Parse(real.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.URL.Path = target.Path },
+		FlushInterval: -1}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if maintenance.Load() {
+			htmlPage(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close) // after the Manager's own cleanup: it ends the stream
+	m := newTestManager(t, WithPolicy(lifecycle.Policy{InitialInterval: 5 * time.Millisecond,
+		MaxInterval: 20 * time.Millisecond, MaxAttempts: 3, Jitter: -1, ProbeInterval: -1}))
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: front.URL + "/mcp"}})
+	mustWait(t, m, "s", lifecycle.Connected)
+
+	maintenance.Store(true)
+	if err := m.Reconnect(testCtx(t), "s"); err != nil { // as if the stream broke
+		t.Fatal(err)
+	}
+	// Retried on the budget, with the page as the cause...
+	e := rec.wait(t, func(e Event) bool { return e.Kind == EventRetry && e.Attempt >= 2 })
+	if !strings.Contains(e.Err.Error(), "text/html") || !errors.Is(e.Err, transport.ErrNotMCP) {
+		t.Fatalf("retry cause %v; want the web page", e.Err)
+	}
+	maintenance.Store(false) // ...until the page goes.
+	mustWait(t, m, "s", lifecycle.Connected)
+	for _, st := range states(rec.snapshot(), "s") {
+		if st == lifecycle.PermanentlyFailed.String() {
+			t.Fatalf("a server that worked settled as a mistake: %v", states(rec.snapshot(), "s"))
+		}
 	}
 }

@@ -311,7 +311,9 @@ func handshakeError(ctx context.Context, c transport.Conn, step string, took tim
 		e.waited = took
 	}
 	if r, ok := c.(transport.Reporter); ok {
-		e.stray, e.strayTotal = r.Stray()
+		if !errors.Is(err, transport.ErrNotMCP) { // which quotes the line itself
+			e.stray, e.strayTotal = r.Stray()
+		}
 		if connErr(c) == nil {
 			e.stderr = r.Stderr()
 			if len(e.stderr) > stderrQuoted {

@@ -166,6 +166,16 @@ var (
 	// once (it keeps a slow probe); after, for an outage like any other.
 	ErrMisconfigured = errors.New("misconfigured")
 
+	// ErrNotMCP is matched by a dial error that shows the server answered
+	// with something that is not MCP: a stdio server that wrote a line to
+	// stdout that is not a JSON-RPC message and then nothing more (a
+	// banner or a log line, from a server meant for another transport or
+	// one that logs to the wrong stream), an HTTP endpoint that answered
+	// the handshake with a web page. Such an error matches
+	// ErrMisconfigured too: the Manager takes it for a mistake on a
+	// server's first connect, and for an outage once the server worked.
+	ErrNotMCP = errors.New("not MCP")
+
 	// ErrSessionGone is wrapped by the error of a request sent in a session
 	// named with WithSession that the server no longer knows (HTTP 404, or
 	// 400 about the session): it restarted, the session expired, or a host

@@ -118,7 +118,9 @@ func (rt *roundTripper) answer(req *nethttp.Request) (*nethttp.Response, error) 
 	if err != nil {
 		return nil, err
 	}
-	record(req, resp)
+	// A legacy SSE POST's answer travels on the stream: its own body is
+	// anything.
+	record(req, resp, rt.c.spec.Kind == StreamableHTTP && req.Method == nethttp.MethodPost)
 	if resp.StatusCode == nethttp.StatusNotFound && rt.sessionless(req) {
 		resp = answer404(resp)
 	}
@@ -169,7 +171,7 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		}
 		return nil, err
 	}
-	record(req, resp)
+	record(req, resp, c.spec.Kind == SSE)
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	// Older mcp-go servers (v0.32, v0.34) answer the GET stream with 202
 	// Accepted, which mcp-go's client takes too.
@@ -199,6 +201,16 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 		}
 	}
 	c.streamFailed(fmt.Errorf("server answered the stream with HTTP %d", resp.StatusCode))
+	if c.spec.Kind == SSE && resp.StatusCode < 300 {
+		// A 2xx that is no event stream (a web page): mcp-go would read it
+		// for an endpoint event until the dial's deadline. The answer is
+		// recorded, for the dial's error to describe.
+		discard(resp)
+		if mediaType == "" {
+			mediaType = "no content type"
+		}
+		return nil, fmt.Errorf("the server answered the event stream with %s", mediaType)
+	}
 	if getStream {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()

@@ -36,7 +36,9 @@ import (
 // retry can fix without a person: an endpoint that answers 404, 405 or
 // 410 to both protocol generations, 401 or 403 with no credentials
 // configured and no OAuth to go through, a redirect to another origin, a
-// certificate the system does not trust.
+// certificate the system does not trust, a handshake answered with 2xx
+// and a web page or anything else that is not JSON or an event stream
+// (which matches transport.ErrNotMCP too).
 type Error struct {
 	// Op is what the Conn was doing when no request was involved ("dial",
 	// "stream"); empty for a request.
@@ -60,6 +62,7 @@ type Error struct {
 	Err error
 
 	misconfigured bool
+	notMCP        bool // and the answer was not MCP's: transport.ErrNotMCP
 	// detail, when set, is said in place of Err's text, which mcp-go and
 	// net/http wrap in layers that repeat it.
 	detail string
@@ -110,8 +113,11 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is makes a mistake match transport.ErrMisconfigured.
-func (e *Error) Is(target error) bool { return e.misconfigured && target == transport.ErrMisconfigured }
+// Is makes a mistake match transport.ErrMisconfigured, and an answer that
+// is not MCP's (a web page) transport.ErrNotMCP too.
+func (e *Error) Is(target error) bool {
+	return e.misconfigured && target == transport.ErrMisconfigured || e.notMCP && target == transport.ErrNotMCP
+}
 
 // exchange is what the round tripper saw of a request that got an answer
 // other than 2xx: the Conn puts one in the context of each request it
@@ -158,20 +164,36 @@ func withExchange(ctx context.Context) (context.Context, *exchange) {
 const bodyPeek = 4 << 10
 
 // record keeps what describes resp, a failed answer to req, if req's
-// context has an exchange. The body read is put back for mcp-go.
-func record(req *nethttp.Request, resp *nethttp.Response) {
+// context has an exchange: one with a status other than 2xx, or, when
+// its body must be MCP's (carrying says so: a streamable HTTP POST, the
+// legacy SSE stream), a 2xx that is not (a web page where JSON or an
+// event stream was due). The body read is put back for mcp-go.
+func record(req *nethttp.Request, resp *nethttp.Response, carrying bool) {
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
-	if ex == nil || resp.StatusCode < 300 {
+	if ex == nil {
+		return
+	}
+	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode < 300 && (!carrying || !notMCPAnswer(resp.StatusCode, media)) {
 		return
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, bodyPeek))
 	resp.Body = readCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
-	ct := resp.Header.Get("Content-Type")
-	media, _, _ := mime.ParseMediaType(ct)
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	ex.a = answer{method: req.Method, status: resp.StatusCode, contentType: media,
 		body: bodyText(media, head), authenticate: resp.Header.Get("WWW-Authenticate")}
+}
+
+// notMCPAnswer reports whether a 2xx answer of the media type cannot be
+// MCP's: MCP answers a request with JSON or an event stream, and a
+// notification or a response with 202 Accepted (or, from some servers,
+// 204), whose body nobody reads.
+func notMCPAnswer(status int, media string) bool {
+	if status == nethttp.StatusAccepted || status == nethttp.StatusNoContent {
+		return false
+	}
+	return media != "application/json" && media != "text/event-stream"
 }
 
 // seen returns what was recorded, and whether anything was.
@@ -317,7 +339,14 @@ func (c *Conn) diagnose(ctx context.Context, e *Error, seen answer) {
 		}
 		e.misconfigured = true
 	default:
-		if seen.status >= 500 {
+		switch {
+		case seen.status < 300 && strings.Contains(seen.contentType, "html"):
+			e.Hint = "the server answered with a web page, not MCP: is this the MCP endpoint? MCP endpoints are usually /mcp (and /sse for the legacy SSE transport)"
+			e.misconfigured, e.notMCP = true, true
+		case seen.status < 300:
+			e.Hint = "the server answered with something that is not MCP (JSON-RPC as JSON or an event stream): is this the MCP endpoint?"
+			e.misconfigured, e.notMCP = true, true
+		case seen.status >= 500:
 			e.Hint = "the server failed; it is retried"
 		}
 	}

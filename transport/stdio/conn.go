@@ -52,8 +52,10 @@ type Conn struct {
 	// stdout's is read by tr and closed by us once the process is gone.
 	stdout *eofReader
 	stderr *os.File
-	// stray watches stdout for lines that are not JSON-RPC (a banner).
-	stray *strayTap
+	// stray watches stdout for lines that are not JSON-RPC (a banner);
+	// silence ends the requests of a server that wrote one and then nothing.
+	stray   *strayTap
+	silence *strayWatch
 	// tooLarge holds the answers the line limiter discarded.
 	tooLarge frame.TooLargeAnswers
 
@@ -146,13 +148,15 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		return nil, spawnError(spec, err)
 	}
 
+	watch := newStrayWatch(o.strayGrace)
 	c := &Conn{
 		spec:       spec,
 		opts:       o,
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
 		tree:       t,
-		stray:      newStrayTap(stdoutR),
+		stray:      newStrayTap(stdoutR, watch),
+		silence:    watch,
 		stderr:     stderrR,
 		ring:       newRing(o.stderrLines, o.stderrBytes),
 		stderrDone: make(chan struct{}),
@@ -160,6 +164,7 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 		force:      make(chan struct{}),
 		closed:     make(chan struct{}),
 	}
+	c.ring.written = watch.activity
 	c.stdout = newEOFReader(stdoutR, c.stray)
 	if o.maxMessage > 0 {
 		log := o.logger
@@ -200,22 +205,32 @@ func Dial(ctx context.Context, spec Spec, opts ...Option) (*Conn, error) {
 // stdout. It is not started: the caller starts it exactly once (Start does
 // not spawn anything, the process already runs) and then initializes.
 func (c *Conn) Transport() mcptransport.Interface {
-	return &limitedTransport{Stdio: c.tr, tooLarge: &c.tooLarge}
+	return &limitedTransport{Stdio: c.tr, c: c}
 }
 
 // limitedTransport is mcp-go's transport with the answers the line limiter
-// discarded turned into the error that says so.
+// discarded turned into the error that says so, and the requests of a
+// server that does not speak MCP on stdout ended (strayWatch).
 type limitedTransport struct {
 	*mcptransport.Stdio
-	tooLarge *frame.TooLargeAnswers
+	c *Conn
 }
 
 // SendRequest sends req; if its answer was over the size limit, the error
-// is a *frame.TooLarge (see frame.Limiter).
+// is a *frame.TooLarge (see frame.Limiter); if the server wrote a line to
+// stdout that is not a message, has written no message yet and then
+// nothing more for the stray grace, it is an *Error around a
+// *NotMCPError.
 func (t *limitedTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
-	resp, err := t.Stdio.SendRequest(ctx, req)
+	watched, done := t.c.silence.request(ctx)
+	resp, err := t.Stdio.SendRequest(watched, req)
+	var notMCP *NotMCPError
+	if err != nil && ctx.Err() == nil && errors.As(context.Cause(watched), &notMCP) {
+		err = &Error{Command: t.c.spec.Command, PID: t.c.pid, Err: notMCP}
+	}
+	done()
 	if err == nil && resp != nil && resp.Error != nil {
-		if e := t.tooLarge.Take(req.ID.String()); e != nil {
+		if e := t.c.tooLarge.Take(req.ID.String()); e != nil {
 			return nil, e
 		}
 	}

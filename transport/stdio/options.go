@@ -27,6 +27,14 @@ const (
 	// line is dropped and the kept part marked as truncated. It bounds the
 	// memory a child can make us hold with a line that never ends.
 	MaxStderrLine = 4 << 10
+	// DefaultStrayGrace is how long a request waits, after the server
+	// wrote a line to stdout that is not an MCP message and before it
+	// wrote any that is, for something more from the server. A server
+	// that prints a banner and then serves answers in milliseconds; one
+	// that prints "listening on http://..." and then waits for another
+	// transport never does, and is better told so in seconds than after
+	// the dial timeout.
+	DefaultStrayGrace = 3 * time.Second
 )
 
 // Option configures Dial.
@@ -44,6 +52,7 @@ type options struct {
 	logRate     float64      // stderr lines logged per second; 0: no limit
 	diag        *slog.Logger // the transport's own warnings (WithLogger)
 	registry    *Registry
+	strayGrace  time.Duration // 0: off
 }
 
 func defaultOptions() options {
@@ -53,6 +62,7 @@ func defaultOptions() options {
 		killTimeout: DefaultKillTimeout,
 		stderrLines: DefaultStderrLines,
 		stderrBytes: DefaultStderrBytes,
+		strayGrace:  DefaultStrayGrace,
 		diag:        slog.New(slog.DiscardHandler),
 	}
 }
@@ -142,4 +152,20 @@ func WithLogger(l *slog.Logger) Option {
 // share one Registry. By default nothing is recorded.
 func WithRegistry(r *Registry) Option {
 	return func(o *options) { o.registry = r }
+}
+
+// WithStrayGrace sets how long a request waits for the server when it
+// wrote a line to stdout that is not an MCP message (a banner, a log
+// line), has written no message yet, and has written nothing more since,
+// on stdout or stderr. When the grace passes, the requests outstanding
+// fail with an *Error around a *NotMCPError that quotes the line and
+// matches transport.ErrNotMCP and transport.ErrMisconfigured, rather than
+// at their own deadline. The grace starts over with each line the server
+// writes to stdout, each write to stderr and each request sent, and the
+// first message the server writes ends the watch for good, so a server
+// that prints a banner and then serves is not affected. Zero or less
+// turns the watch off: requests wait for their own deadline. Defaults to
+// DefaultStrayGrace.
+func WithStrayGrace(d time.Duration) Option {
+	return func(o *options) { o.strayGrace = max(d, 0) }
 }

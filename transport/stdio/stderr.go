@@ -20,6 +20,10 @@ const truncatedMark = " …[truncated]"
 type ring struct {
 	maxLines int
 	maxBytes int
+	// written, if set, is called after each read of stderr that got bytes
+	// (the Conn's stray watch: the child is busy, not silent). Set before
+	// the drain starts.
+	written func()
 
 	mu      sync.Mutex // guards everything below
 	lines   []string   // circular; len(lines) == maxLines once allocated
@@ -60,6 +64,9 @@ func (r *ring) count(n int) {
 	r.mu.Lock()
 	r.total += int64(n)
 	r.mu.Unlock()
+	if n > 0 && r.written != nil {
+		r.written()
+	}
 }
 
 // last returns up to k most recent lines, oldest first; k < 0 means all.

@@ -25,11 +25,14 @@ const (
 // on untouched.
 type strayTap struct {
 	r io.Reader
+	// watch, if set, learns of each stray line and of the first message.
+	watch *strayWatch
 
 	// Read's own, as only one goroutine reads.
 	atStart  bool   // the next byte begins a line
 	deciding bool   // the line began with white space only, so far
 	inStray  bool   // the current line is stray
+	spoke    bool   // a message began: watch was told
 	cur      []byte // of the current stray line, what is kept
 
 	mu    sync.Mutex // guards first and total
@@ -37,7 +40,9 @@ type strayTap struct {
 	total int
 }
 
-func newStrayTap(r io.Reader) *strayTap { return &strayTap{r: r, atStart: true} }
+func newStrayTap(r io.Reader, watch *strayWatch) *strayTap {
+	return &strayTap{r: r, watch: watch, atStart: true}
+}
 
 func (t *strayTap) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
@@ -68,6 +73,12 @@ func (t *strayTap) scan(b []byte) {
 				continue
 			}
 			t.inStray = b[i] != '{' && b[i] != '['
+			if !t.inStray && !t.spoke {
+				t.spoke = true
+				if t.watch != nil {
+					t.watch.message()
+				}
+			}
 			b = b[i:]
 		}
 		nl := bytes.IndexByte(b, '\n')
@@ -94,10 +105,13 @@ func (t *strayTap) endLine() {
 	line := string(bytes.TrimRight(t.cur, "\r"))
 	t.cur, t.inStray = t.cur[:0], false
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.total++
 	if len(t.first) < strayKeep {
 		t.first = append(t.first, line)
+	}
+	t.mu.Unlock()
+	if t.watch != nil {
+		t.watch.stray(line)
 	}
 }
 

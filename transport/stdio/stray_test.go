@@ -31,7 +31,7 @@ func TestStrayTap(t *testing.T) {
 		{"halves", iotest.HalfReader},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tap := newStrayTap(tt.r(strings.NewReader(in)))
+			tap := newStrayTap(tt.r(strings.NewReader(in)), nil)
 			out, err := io.ReadAll(tap)
 			if err != nil || string(out) != in {
 				t.Fatalf("passed on %q, %v; want the input unchanged", out, err)

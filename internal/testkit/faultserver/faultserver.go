@@ -62,6 +62,10 @@ const (
 	// another transport does ("listening on port 3000"), then reads stdin
 	// and never answers; it exits at stdin EOF.
 	ModeBannerHang = "banner-hang"
+	// ModeBannerServe writes BannerLine to stdout, as several real servers
+	// do ("Server running on stdio"), and then serves correctly: its first
+	// message is its answer to the handshake.
+	ModeBannerServe = "banner-serve"
 	// ModeIgnoreSIGTERM ignores SIGTERM and stdin EOF: only SIGKILL ends it.
 	ModeIgnoreSIGTERM = "ignore-sigterm"
 	// ModeIgnoreEOF serves correctly but keeps running after stdin EOF, as
@@ -83,7 +87,7 @@ const (
 	CrashCode       = 2
 )
 
-// BannerLine is what ModeBannerHang writes to stdout.
+// BannerLine is what ModeBannerHang and ModeBannerServe write to stdout.
 const BannerLine = "MCP server listening on http://localhost:3000/mcp"
 
 // ExitAtStartLine is what ModeExitAtStart writes to stderr before exiting.
@@ -169,6 +173,8 @@ func run(mode string) int {
 		fmt.Fprintln(os.Stdout, BannerLine)
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0
+	case ModeBannerServe:
+		fmt.Fprintln(os.Stdout, BannerLine)
 	case ModeGarbageStdout:
 		stdout = &garbageWriter{w: os.Stdout}
 		fmt.Fprint(os.Stdout, "\x00\xffnot json at all\n{\"hello\":\"world\"}\n{\"jsonrpc\":\"2.0\",\"id\":987654,\"result\":{}}\n")
