@@ -78,3 +78,37 @@ func TestHandshakeAnsweredWithWebPage(t *testing.T) {
 		})
 	}
 }
+
+// TestStaticWebServer: a static file server (python -m http.server) that
+// answers POST with 501 Not Implemented and GET with the page fails the
+// dial as a mistake that says it is a web page, for both kinds of
+// transport: without it, the 501 read as a server failure, retried
+// forever.
+func TestStaticWebServer(t *testing.T) {
+	page := webPage(new(atomic.Int64), "text/html")
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.Method != nethttp.MethodGet {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(nethttp.StatusNotImplemented)
+			fmt.Fprint(w, "<html><head><title>Error response</title></head><body>Unsupported method</body></html>")
+			return
+		}
+		page.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	for _, kind := range []mcphttp.Kind{mcphttp.StreamableHTTP, mcphttp.SSE} {
+		t.Run(kind.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			_, err := tryConnect(ctx, t, mcphttp.Spec{URL: srv.URL + "/index.html", Kind: kind})
+			if ctx.Err() != nil {
+				t.Fatalf("the dial waited for its deadline: %v", err)
+			}
+			t.Log(err)
+			if !errors.Is(err, transport.ErrMisconfigured) || !errors.Is(err, transport.ErrNotMCP) ||
+				!strings.Contains(err.Error(), "is this the MCP endpoint?") {
+				t.Fatalf("dial = %v; want a mistake that says it is a web page", err)
+			}
+		})
+	}
+}

@@ -33,8 +33,9 @@ import (
 //
 // It wraps the error mcp-go or net/http returned (Err), and matches
 // transport.ErrMisconfigured when the answer shows a mistake that no
-// retry can fix without a person: an endpoint that answers 404, 405 or
-// 410 to both protocol generations, 401 or 403 with no credentials
+// retry can fix without a person: an endpoint that answers 404, 405, 410
+// or 501 to both protocol generations (or one of them, and a web page to
+// the other), 401 or 403 with no credentials
 // configured and no OAuth to go through, a redirect to another origin, a
 // certificate the system does not trust, a handshake answered with 2xx
 // and a web page or anything else that is not JSON or an event stream
@@ -305,7 +306,9 @@ func (c *Conn) diagnose(ctx context.Context, e *Error, seen answer) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	switch seen.status {
-	case nethttp.StatusNotFound, nethttp.StatusMethodNotAllowed, nethttp.StatusGone:
+	case nethttp.StatusNotFound, nethttp.StatusMethodNotAllowed, nethttp.StatusGone, nethttp.StatusNotImplemented:
+		// 501: the server implements no POST at all (a static file
+		// server, such as python -m http.server), as good as a 405.
 		other, status, media := c.probeOther(ctx)
 		switch {
 		case status == 0:
@@ -315,6 +318,10 @@ func (c *Conn) diagnose(ctx context.Context, e *Error, seen answer) {
 			e.Also = fmt.Sprintf("%s too: %d %s", other, status, nethttp.StatusText(status))
 			e.Hint = "is the path right? MCP endpoints are usually /mcp (and /sse for the legacy SSE transport)"
 			e.misconfigured = true
+		case status < 300 && strings.Contains(media, "html"):
+			e.Also = other + " answers with a web page"
+			e.Hint = "the server answered with a web page, not MCP: is this the MCP endpoint? MCP endpoints are usually /mcp (and /sse for the legacy SSE transport)"
+			e.misconfigured, e.notMCP = true, true
 		case c.spec.Kind == StreamableHTTP && status == nethttp.StatusOK && media == "text/event-stream":
 			e.Also = other + " answers with an event stream"
 			e.Hint = `this is a legacy SSE endpoint: set "type": "sse" (or Kind SSE)`
@@ -354,7 +361,8 @@ func (c *Conn) diagnose(ctx context.Context, e *Error, seen answer) {
 
 // wrongPath reports whether a status says nothing is there for MCP.
 func wrongPath(status int) bool {
-	return status == nethttp.StatusNotFound || status == nethttp.StatusMethodNotAllowed || status == nethttp.StatusGone
+	return status == nethttp.StatusNotFound || status == nethttp.StatusMethodNotAllowed || status == nethttp.StatusGone ||
+		status == nethttp.StatusNotImplemented
 }
 
 // probeOther asks the server's URL the other way of speaking MCP: the
