@@ -35,22 +35,12 @@ type Adapter struct {
 	run   llm.RunOptions
 }
 
-// Option configures an Adapter.
-type Option func(*Adapter)
-
-// WithMetaTools has the Adapter answer the meta-tools' function calls.
-func WithMetaTools(m *llm.MetaTools) Option { return func(a *Adapter) { a.run.Meta = m } }
-
-// WithRunOptions sets how a turn's calls run (parallelism, clock).
-func WithRunOptions(o llm.RunOptions) Option {
-	return func(a *Adapter) { meta := a.run.Meta; a.run = o; a.run.Meta = meta }
-}
-
-// New returns an Adapter over f.
-func New(f llm.Fleet, opts ...Option) *Adapter {
+// New returns an Adapter over f. With llm.WithMetaTools, the Adapter
+// answers the meta-tools' function calls.
+func New(f llm.Fleet, opts ...llm.AdapterOption) *Adapter {
 	a := &Adapter{fleet: f}
 	for _, o := range opts {
-		o(a)
+		o(&a.run)
 	}
 	return a
 }
@@ -168,7 +158,7 @@ func FunctionCalls(r *genai.GenerateContentResponse) []llm.ToolCall {
 	var calls []llm.ToolCall
 	for _, fc := range r.FunctionCalls() {
 		args, _ := json.Marshal(fc.Args)
-		calls = append(calls, llm.ToolCall{ID: fc.ID, Name: fc.Name, Args: args})
+		calls = append(calls, llm.ToolCall{ID: fc.ID, Name: fc.Name, Arguments: args})
 	}
 	return calls
 }
