@@ -5,6 +5,12 @@
 // results into tool_result blocks, images and structured content
 // included, errors explained in words the model can act on.
 //
+// The API of this package may still change before v1, and its module is
+// not in the record of the core's API (api/*.txt): New and the loop of
+// Tools (or DeferredTools, MetaTools), Respond and Converse are meant to
+// stay; the signatures follow the SDK's types, which change between its
+// versions.
+//
 // Three ways to offer tools:
 //
 //   - Tools: every tool (or a budgeted toolsearch.Selection), in

@@ -4,6 +4,12 @@
 // fleet (concurrently), and the results go back as function responses,
 // images as inline data.
 //
+// The API of this package may still change before v1, and its module is
+// not in the record of the core's API (api/*.txt): New and the loop of
+// Tools (or MetaTools), Respond and Converse, and Embedder are meant to
+// stay; the signatures follow the SDK's types, which change between its
+// versions.
+//
 // Function declarations take an OpenAPI 3.0 subset (genai.Schema), so each
 // input schema is converted (llm.OpenAPISchema): $refs inlined, type lists
 // as nullable or anyOf, const as an enum, keywords the subset lacks

@@ -2,6 +2,12 @@
 // through the official Go SDK (github.com/openai/openai-go/v3), on both of
 // its APIs: Chat Completions and Responses.
 //
+// The API of this package may still change before v1, and its module is
+// not in the record of the core's API (api/*.txt): New and the loops of
+// both APIs (ChatTools, ChatRespond, ConverseChat; ResponsesTools,
+// ResponsesRespond, ConverseResponses) and Embedder are meant to stay; the
+// signatures follow the SDK's types, which change between its versions.
+//
 // Tool definitions are converted for strict mode (llm.StrictSchema): all
 // properties required, optional ones nullable, additionalProperties false,
 // unsupported keywords dropped and reported. A schema strict mode cannot
