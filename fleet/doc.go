@@ -5,6 +5,12 @@
 // (an idle timeout, and a cap on live fleets that closes the least
 // recently used first), and shares what is the same for every user.
 //
+// The API of this package may still change before v1: a Pool that builds
+// a user's fleet from a Template and lends it (Get, Release, Evict, Close)
+// and the ${user:NAME} syntax of a template are meant to stay; Config's
+// fields, Stats and the Reason values may still be regrouped or renamed.
+// Every such change is in CHANGELOG.md.
+//
 // # Per-user values
 //
 // A Template is a config file as client.ParseConfig reads it, whose

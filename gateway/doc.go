@@ -5,6 +5,12 @@
 // place for OAuth, filters and limits, and tool search for hosts that cap
 // their tools.
 //
+// The API of this package may still change before v1: a gateway over a
+// Manager (New, ServeStdio, HTTPHandler, Close) and the names it serves
+// tools, prompts and resources under are meant to stay; the options
+// (limits, session caps, the bind checks) may still be regrouped or
+// renamed. Every such change is in CHANGELOG.md.
+//
 // The gateway is mcp-go's server (package server) in front of the Manager:
 //
 //   - tools are served under their qualified names ("files__read_file"),

@@ -2,6 +2,13 @@
 // MCP servers and an LLM: what every adapter (llm/anthropic, llm/openai,
 // llm/gemini, each a module of its own) would otherwise write again.
 //
+// The API of this package may still change before v1: Run, Explain, Parts,
+// the schema conversions and the meta-tools as a model sees them
+// (search_tools and call_tool, their arguments and answers) are meant to
+// stay; the Go types around them (RunOptions, AdapterOption, ToolCall,
+// Report) may still be regrouped or renamed, as ToolCall.Args was. Every
+// such change is in CHANGELOG.md.
+//
 //   - [Run] executes the tool calls a model asked for in one turn,
 //     concurrently, through a [Fleet] (a *client.Manager), and [Explain]
 //     turns a call's error into words the model can act on ("server github

@@ -64,12 +64,12 @@ func TestRunAgainstAFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	calls := []llm.ToolCall{
-		{ID: "1", Name: "weather__get_forecast", Args: json.RawMessage(`{"city":"Oslo"}`)},
-		{ID: "2", Name: "photos__get_photo", Args: json.RawMessage(`{"id":"p1"}`)},
+		{ID: "1", Name: "weather__get_forecast", Arguments: json.RawMessage(`{"city":"Oslo"}`)},
+		{ID: "2", Name: "photos__get_photo", Arguments: json.RawMessage(`{"id":"p1"}`)},
 		{ID: "3", Name: "photos__flaky"},
-		{ID: "4", Name: "off__ping", Args: json.RawMessage(`{}`)},
-		{ID: "5", Name: "nowhere__nothing", Args: json.RawMessage(`{}`)},
-		{ID: "6", Name: "weather__get_forecast", Args: json.RawMessage(`[1,2]`)},
+		{ID: "4", Name: "off__ping", Arguments: json.RawMessage(`{}`)},
+		{ID: "5", Name: "nowhere__nothing", Arguments: json.RawMessage(`{}`)},
+		{ID: "6", Name: "weather__get_forecast", Arguments: json.RawMessage(`[1,2]`)},
 	}
 	out := llm.Run(ctx, m, calls, llm.RunOptions{})
 	for i, o := range out {
@@ -140,7 +140,7 @@ func TestMetaTools(t *testing.T) {
 		t.Fatal("an unknown meta-tool is no error")
 	}
 	// Run routes the meta-tools' names to them.
-	out := llm.Run(ctx, m, []llm.ToolCall{{Name: "search_tools", Args: json.RawMessage(`{"query":"photo"}`)}}, llm.RunOptions{Meta: meta})
+	out := llm.Run(ctx, m, []llm.ToolCall{{Name: "search_tools", Arguments: json.RawMessage(`{"query":"photo"}`)}}, llm.RunOptions{Meta: meta})
 	if out[0].Err != nil || out[0].Result.IsError {
 		t.Fatalf("meta through Run: %+v", out[0])
 	}
@@ -301,8 +301,8 @@ func Example() {
 	}
 	// The model asked for a search and for a tool no server has.
 	out := llm.Run(context.Background(), m, []llm.ToolCall{
-		{ID: "a", Name: "search_tools", Args: json.RawMessage(`{"query":"read a file"}`)},
-		{ID: "b", Name: "fs__read_file", Args: json.RawMessage(`{"path":"/etc/hosts"}`)},
+		{ID: "a", Name: "search_tools", Arguments: json.RawMessage(`{"query":"read a file"}`)},
+		{ID: "b", Name: "fs__read_file", Arguments: json.RawMessage(`{"path":"/etc/hosts"}`)},
 	}, llm.RunOptions{Meta: meta})
 	for _, o := range out {
 		fmt.Printf("%s error=%v: %.60s\n", o.Call.ID, o.Result.IsError, llm.Text(llm.Parts(o.Result)))

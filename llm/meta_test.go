@@ -116,7 +116,7 @@ func TestCallToolKeepsToTheSearch(t *testing.T) {
 			// A model that was handed tools by the search (tool references,
 			// a client tool search) calls them by name, through Run: held to
 			// the same rule.
-			out := llm.Run(ctx, m, []llm.ToolCall{{Name: tc.tool, Args: json.RawMessage(`{}`)}}, llm.RunOptions{Meta: meta})
+			out := llm.Run(ctx, m, []llm.ToolCall{{Name: tc.tool, Arguments: json.RawMessage(`{}`)}}, llm.RunOptions{Meta: meta})
 			if ran := deleted.Load()+sent.Load() != before; ran || !errors.Is(out[0].Err, llm.ErrNotAllowed) ||
 				!strings.Contains(llm.Text(llm.Parts(out[0].Result)), tc.why) {
 				t.Fatalf("direct call of %s through Run: ran %v, %v %+v", tc.tool, ran, out[0].Err, out[0].Result)

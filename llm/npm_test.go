@@ -49,7 +49,7 @@ func TestMetaToolsOverNpmServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := llm.NewMetaTools(m, ts)
-	out := llm.Run(ctx, m, []llm.ToolCall{{ID: "s", Name: "search_tools", Args: json.RawMessage(`{"query":"show me what a text file on disk says","limit":3}`)}},
+	out := llm.Run(ctx, m, []llm.ToolCall{{ID: "s", Name: "search_tools", Arguments: json.RawMessage(`{"query":"show me what a text file on disk says","limit":3}`)}},
 		llm.RunOptions{Meta: meta})
 	found, _ := out[0].Result.StructuredContent.(map[string]any)["tools"].([]llm.FoundTool)
 	i := slices.IndexFunc(found, func(f llm.FoundTool) bool { return f.Name == "fs__read_text_file" })
@@ -58,9 +58,9 @@ func TestMetaToolsOverNpmServers(t *testing.T) {
 	}
 	path, _ := json.Marshal(filepath.Join(dir, "notes.txt"))
 	out = llm.Run(ctx, m, []llm.ToolCall{
-		{ID: "1", Name: "call_tool", Args: json.RawMessage(`{"name":"fs__read_text_file","arguments":{"path":` + string(path) + `}}`)},
-		{ID: "2", Name: "memory__create_entities", Args: json.RawMessage(`{"entities":[{"name":"milk","entityType":"item","observations":["to buy"]}]}`)},
-		{ID: "3", Name: "fs__read_text_file", Args: json.RawMessage(`{"path":"/etc/passwd"}`)},
+		{ID: "1", Name: "call_tool", Arguments: json.RawMessage(`{"name":"fs__read_text_file","arguments":{"path":` + string(path) + `}}`)},
+		{ID: "2", Name: "memory__create_entities", Arguments: json.RawMessage(`{"entities":[{"name":"milk","entityType":"item","observations":["to buy"]}]}`)},
+		{ID: "3", Name: "fs__read_text_file", Arguments: json.RawMessage(`{"path":"/etc/passwd"}`)},
 	}, llm.RunOptions{Meta: meta})
 	if got := llm.Text(llm.Parts(out[0].Result)); out[0].Result.IsError || !strings.Contains(got, "buy milk") {
 		t.Fatalf("read through call_tool: %q", got)

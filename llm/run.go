@@ -16,8 +16,9 @@ type ToolCall struct {
 	ID string
 	// Name is the tool's qualified name, or a meta-tool's name.
 	Name string
-	// Args are the arguments as the model wrote them: a JSON object.
-	Args json.RawMessage
+	// Arguments are the arguments as the model wrote them: a JSON object
+	// (MCP's tools/call names them so too).
+	Arguments json.RawMessage
 }
 
 // Outcome is what one ToolCall came to.
@@ -85,7 +86,7 @@ func Run(ctx context.Context, f Fleet, calls []ToolCall, opts RunOptions) []Outc
 }
 
 func call(ctx context.Context, f Fleet, c ToolCall, meta *MetaTools) (*mcp.CallToolResult, error) {
-	args, err := Arguments(c.Args)
+	args, err := Arguments(c.Arguments)
 	if err != nil {
 		return ErrorResult(fmt.Sprintf("the arguments of %s are not a JSON object (%v); call it again with an object that matches its schema.", c.Name, err)), nil
 	}

@@ -1,6 +1,13 @@
 // Package toolsearch finds tools in a fleet's catalog for a task, so that a
 // host with hundreds of tools can hand its model the few that matter.
 //
+// The API of this package may still change before v1: an Index filled with
+// Put or from a View, searched with a Query (deterministic answers, best
+// first) and cut to a Budget with Select is meant to stay; the tuning knobs
+// (WithBM25, WithWeights, WithMinMatch, WithHybrid, the Default values)
+// and the Vocabulary's methods may still change as the search is tuned.
+// Every such change is in CHANGELOG.md.
+//
 // # Filling an index
 //
 // An [Index] holds tools under their qualified names (server__tool). A

@@ -89,3 +89,20 @@ func ExampleVocabulary_SetLexicon() {
 	// get rid of the doubles -> db__eliminate_duplicates
 	// 0 hits without the lexicon
 }
+
+// Hits print as their qualified name, score and Match, and "weak" when
+// the tool only shares a few words with the query.
+func ExampleHit_String() {
+	x := toolsearch.New()
+	_ = x.Put("github",
+		mcp.NewTool("create_issue", mcp.WithDescription("Create a new issue in a GitHub repository")),
+		mcp.NewTool("list_commits", mcp.WithDescription("Get list of commits of a branch")),
+	)
+	_ = x.Put("slack",
+		mcp.NewTool("post_message", mcp.WithDescription("Post a new message to a Slack channel")),
+	)
+	hits, _ := x.Search(toolsearch.Query{Text: "open a new issue about the broken branch", K: 3})
+	fmt.Println(hits)
+	// Output:
+	// [github__create_issue (score 0.904, match 0.11) github__list_commits (score 0.416, match 0.05, weak) slack__post_message (score 0.181, match 0.02, weak)]
+}

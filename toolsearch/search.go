@@ -171,6 +171,22 @@ type Hit struct {
 	Similarity float64
 }
 
+// String is the hit for a log line or fmt.Println: the qualified name, the
+// score and Match, "weak" when it is, and the Similarity of a hybrid
+// search when there is one, as in
+// "github__create_issue (score 2.41, match 0.87)". The Tool is left out:
+// it is the tool's whole definition.
+func (h Hit) String() string {
+	s := fmt.Sprintf("%s (score %.3g, match %.2f", h.Qualified, h.Score, h.Match)
+	if h.Similarity != 0 {
+		s += fmt.Sprintf(", similarity %.2f", h.Similarity)
+	}
+	if h.Weak {
+		s += ", weak"
+	}
+	return s + ")"
+}
+
 // Search answers q. The hits come best first, ties by qualified name; a
 // bad regular expression is the only error.
 func (x *Index) Search(q Query) ([]Hit, error) {

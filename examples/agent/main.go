@@ -215,11 +215,11 @@ func runAnthropic(ctx context.Context, m *client.Manager, meta *llm.MetaTools, t
 	c := asdk.NewClient(opts...)
 	var params []asdk.ToolUnionParam
 	var reports []llm.Report
-	a := anthropic.New(m, anthropic.WithRunOptions(run))
+	a := anthropic.New(m, llm.WithRunOptions(run))
 	switch o.Tools {
 	case "meta":
 		params, reports = anthropic.MetaTools(m.View(), meta)
-		a = anthropic.New(m, anthropic.WithMetaTools(meta), anthropic.WithRunOptions(run))
+		a = anthropic.New(m, llm.WithMetaTools(meta), llm.WithRunOptions(run))
 		search, _ := meta.Names()
 		fmt.Fprintf(w, "1 tool offered (%s) and %d deferred, loaded by what it finds (meta)\n", search, len(params)-1)
 	case "defer":
@@ -257,7 +257,7 @@ func runOpenAI(ctx context.Context, m *client.Manager, meta *llm.MetaTools, tool
 		opts = append(opts, ooption.WithAPIKey(o.APIKey))
 	}
 	c := osdk.NewClient(opts...)
-	a := openai.New(m, openai.WithMetaTools(meta), openai.WithRunOptions(run))
+	a := openai.New(m, llm.WithMetaTools(meta), llm.WithRunOptions(run))
 	var params []responses.ToolUnionParam
 	var reports []llm.Report
 	switch o.Tools {
@@ -297,13 +297,13 @@ func runGemini(ctx context.Context, m *client.Manager, meta *llm.MetaTools, tool
 	if err != nil {
 		return err
 	}
-	a := gemini.New(m, gemini.WithRunOptions(run))
+	a := gemini.New(m, llm.WithRunOptions(run))
 	var decl *genai.Tool
 	var reports []llm.Report
 	switch o.Tools {
 	case "meta":
 		decl = gemini.MetaTools(meta)
-		a = gemini.New(m, gemini.WithMetaTools(meta), gemini.WithRunOptions(run))
+		a = gemini.New(m, llm.WithMetaTools(meta), llm.WithRunOptions(run))
 		fmt.Fprintf(w, "%d tools offered in place of %d (meta): %s\n", len(decl.FunctionDeclarations), m.View().NumTools(),
 			strings.Join(names(decl), ", "))
 	case "defer":

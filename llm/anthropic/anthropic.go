@@ -5,6 +5,12 @@
 // results into tool_result blocks, images and structured content
 // included, errors explained in words the model can act on.
 //
+// The API of this package may still change before v1, and its module is
+// not in the record of the core's API (api/*.txt): New and the loop of
+// Tools (or DeferredTools, MetaTools), Respond and Converse are meant to
+// stay; the signatures follow the SDK's types, which change between its
+// versions.
+//
 // Three ways to offer tools:
 //
 //   - Tools: every tool (or a budgeted toolsearch.Selection), in
@@ -51,25 +57,13 @@ type Adapter struct {
 	run   llm.RunOptions // run.Meta: the meta-tools, if any
 }
 
-// Option configures an Adapter.
-type Option func(*Adapter)
-
-// WithMetaTools has Respond answer the meta-tools' calls: search_tools with
-// tool_reference blocks (see MetaTools), call_tool by calling.
-func WithMetaTools(m *llm.MetaTools) Option {
-	return func(a *Adapter) { a.run.Meta = m }
-}
-
-// WithRunOptions sets how a turn's calls run (parallelism, clock).
-func WithRunOptions(o llm.RunOptions) Option {
-	return func(a *Adapter) { meta := a.run.Meta; a.run = o; a.run.Meta = meta }
-}
-
-// New returns an Adapter over f.
-func New(f llm.Fleet, opts ...Option) *Adapter {
+// New returns an Adapter over f. With llm.WithMetaTools, Respond answers
+// the meta-tools' calls: search_tools with tool_reference blocks (see
+// MetaTools), call_tool by calling.
+func New(f llm.Fleet, opts ...llm.AdapterOption) *Adapter {
 	a := &Adapter{fleet: f}
 	for _, o := range opts {
-		o(a)
+		o(&a.run)
 	}
 	return a
 }
@@ -124,7 +118,7 @@ func DeferredTools(v *snapshot.View, kind SearchKind) ([]sdk.ToolUnionParam, []l
 // MetaTools returns the meta search tool, then every tool of v with
 // defer_loading set: the fleet's own search stands in for Anthropic's,
 // and Respond answers it with tool_reference blocks that load the found
-// tools. Give the Adapter the same MetaTools (WithMetaTools).
+// tools. Give the Adapter the same MetaTools (llm.WithMetaTools).
 func MetaTools(v *snapshot.View, m *llm.MetaTools) ([]sdk.ToolUnionParam, []llm.Report) {
 	tools, reports := Tools(viewTools(v))
 	for _, t := range tools {
@@ -180,7 +174,7 @@ func ToolCalls(msg *sdk.Message) []llm.ToolCall {
 	var calls []llm.ToolCall
 	for _, b := range msg.Content {
 		if b.Type == "tool_use" {
-			calls = append(calls, llm.ToolCall{ID: b.ID, Name: b.Name, Args: b.Input})
+			calls = append(calls, llm.ToolCall{ID: b.ID, Name: b.Name, Arguments: b.Input})
 		}
 	}
 	return calls
@@ -204,7 +198,7 @@ func (a *Adapter) Respond(ctx context.Context, msg *sdk.Message) (reply sdk.Mess
 				rest = append(rest, c)
 				continue
 			}
-			args, _ := llm.Arguments(c.Args)
+			args, _ := llm.Arguments(c.Arguments)
 			if hits, err := a.run.Meta.Find(args); err == nil {
 				refs[c.ID] = hits
 			} else {

@@ -63,7 +63,7 @@ func TestRoundTrip(t *testing.T) {
 	tools, _ := anthropic.ViewTools(m.View())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := anthropic.New(m, anthropic.WithRunOptions(llm.RunOptions{Now: func() time.Time { return time.Unix(0, 0) }}))
+	a := anthropic.New(m, llm.WithRunOptions(llm.RunOptions{Now: func() time.Time { return time.Unix(0, 0) }}))
 	last, conv, err := a.Converse(ctx, &c, sdk.MessageNewParams{
 		Model: "claude-sonnet-4-5", MaxTokens: 1024, Tools: tools,
 		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("Weather in Oslo, and photo p1?"))},
@@ -105,7 +105,7 @@ func TestMetaToolsRoundTrip(t *testing.T) {
 	tools, _ := anthropic.MetaTools(m.View(), meta)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := anthropic.New(m, anthropic.WithMetaTools(meta), anthropic.WithRunOptions(llm.RunOptions{Now: func() time.Time { return time.Unix(0, 0) }}))
+	a := anthropic.New(m, llm.WithMetaTools(meta), llm.WithRunOptions(llm.RunOptions{Now: func() time.Time { return time.Unix(0, 0) }}))
 	if _, _, err := a.Converse(ctx, &c, sdk.MessageNewParams{
 		Model: "claude-sonnet-4-5", MaxTokens: 1024, Tools: tools,
 		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("Weather in Oslo?"))},

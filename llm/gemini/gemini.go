@@ -4,6 +4,12 @@
 // fleet (concurrently), and the results go back as function responses,
 // images as inline data.
 //
+// The API of this package may still change before v1, and its module is
+// not in the record of the core's API (api/*.txt): New and the loop of
+// Tools (or MetaTools), Respond and Converse, and Embedder are meant to
+// stay; the signatures follow the SDK's types, which change between its
+// versions.
+//
 // Function declarations take an OpenAPI 3.0 subset (genai.Schema), so each
 // input schema is converted (llm.OpenAPISchema): $refs inlined, type lists
 // as nullable or anyOf, const as an enum, keywords the subset lacks
@@ -35,22 +41,12 @@ type Adapter struct {
 	run   llm.RunOptions
 }
 
-// Option configures an Adapter.
-type Option func(*Adapter)
-
-// WithMetaTools has the Adapter answer the meta-tools' function calls.
-func WithMetaTools(m *llm.MetaTools) Option { return func(a *Adapter) { a.run.Meta = m } }
-
-// WithRunOptions sets how a turn's calls run (parallelism, clock).
-func WithRunOptions(o llm.RunOptions) Option {
-	return func(a *Adapter) { meta := a.run.Meta; a.run = o; a.run.Meta = meta }
-}
-
-// New returns an Adapter over f.
-func New(f llm.Fleet, opts ...Option) *Adapter {
+// New returns an Adapter over f. With llm.WithMetaTools, the Adapter
+// answers the meta-tools' function calls.
+func New(f llm.Fleet, opts ...llm.AdapterOption) *Adapter {
 	a := &Adapter{fleet: f}
 	for _, o := range opts {
-		o(a)
+		o(&a.run)
 	}
 	return a
 }
@@ -168,7 +164,7 @@ func FunctionCalls(r *genai.GenerateContentResponse) []llm.ToolCall {
 	var calls []llm.ToolCall
 	for _, fc := range r.FunctionCalls() {
 		args, _ := json.Marshal(fc.Args)
-		calls = append(calls, llm.ToolCall{ID: fc.ID, Name: fc.Name, Args: args})
+		calls = append(calls, llm.ToolCall{ID: fc.ID, Name: fc.Name, Arguments: args})
 	}
 	return calls
 }

@@ -62,7 +62,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, _ := gemini.Tools(gemini.ViewTools(m.View()))
-	a := gemini.New(m, gemini.WithRunOptions(llm.RunOptions{Now: func() time.Time { return time.Unix(0, 0) }}))
+	a := gemini.New(m, llm.WithRunOptions(llm.RunOptions{Now: func() time.Time { return time.Unix(0, 0) }}))
 	last, conv, err := a.Converse(ctx, c, "gemini-2.5-flash", genai.Text("Weather in Oslo, and photo p1?"),
 		&genai.GenerateContentConfig{Tools: []*genai.Tool{tools}}, 0)
 	if err != nil {

@@ -2,6 +2,12 @@
 // through the official Go SDK (github.com/openai/openai-go/v3), on both of
 // its APIs: Chat Completions and Responses.
 //
+// The API of this package may still change before v1, and its module is
+// not in the record of the core's API (api/*.txt): New and the loops of
+// both APIs (ChatTools, ChatRespond, ConverseChat; ResponsesTools,
+// ResponsesRespond, ConverseResponses) and Embedder are meant to stay; the
+// signatures follow the SDK's types, which change between its versions.
+//
 // Tool definitions are converted for strict mode (llm.StrictSchema): all
 // properties required, optional ones nullable, additionalProperties false,
 // unsupported keywords dropped and reported. A schema strict mode cannot
@@ -45,25 +51,13 @@ type Adapter struct {
 	run   llm.RunOptions // run.Meta: the meta-tools, if any
 }
 
-// Option configures an Adapter.
-type Option func(*Adapter)
-
-// WithMetaTools has the Adapter answer the meta-tools: their function
-// calls, and the client-executed tool_search of ResponsesClientSearch.
-func WithMetaTools(m *llm.MetaTools) Option {
-	return func(a *Adapter) { a.run.Meta = m }
-}
-
-// WithRunOptions sets how a turn's calls run (parallelism, clock).
-func WithRunOptions(o llm.RunOptions) Option {
-	return func(a *Adapter) { meta := a.run.Meta; a.run = o; a.run.Meta = meta }
-}
-
-// New returns an Adapter over f.
-func New(f llm.Fleet, opts ...Option) *Adapter {
+// New returns an Adapter over f. With llm.WithMetaTools, the Adapter
+// answers the meta-tools: their function calls, and the client-executed
+// tool_search of ResponsesClientSearch.
+func New(f llm.Fleet, opts ...llm.AdapterOption) *Adapter {
 	a := &Adapter{fleet: f}
 	for _, o := range opts {
-		o(a)
+		o(&a.run)
 	}
 	return a
 }
@@ -219,13 +213,13 @@ func (a *Adapter) prepare(calls []llm.ToolCall) {
 		if !ok {
 			continue
 		}
-		args, err := llm.Arguments(c.Args)
+		args, err := llm.Arguments(c.Arguments)
 		if err != nil {
 			continue
 		}
 		llm.DropOptionalNulls(toolsearch.InputSchema(t.Definition()), args)
 		if b, err := json.Marshal(args); err == nil {
-			calls[i].Args = b
+			calls[i].Arguments = b
 		}
 	}
 }
@@ -237,7 +231,7 @@ func ChatToolCalls(c *sdk.ChatCompletion) []llm.ToolCall {
 	}
 	var calls []llm.ToolCall
 	for _, tc := range c.Choices[0].Message.ToolCalls {
-		calls = append(calls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)})
+		calls = append(calls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(tc.Function.Arguments)})
 	}
 	return calls
 }
@@ -288,7 +282,7 @@ func ResponsesToolCalls(v *snapshot.View, r *responses.Response) []llm.ToolCall 
 			continue
 		}
 		fc := item.AsFunctionCall()
-		calls = append(calls, llm.ToolCall{ID: fc.CallID, Name: qualify(v, fc.Namespace, fc.Name), Args: json.RawMessage(fc.Arguments)})
+		calls = append(calls, llm.ToolCall{ID: fc.CallID, Name: qualify(v, fc.Namespace, fc.Name), Arguments: json.RawMessage(fc.Arguments)})
 	}
 	return calls
 }

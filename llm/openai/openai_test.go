@@ -89,7 +89,7 @@ func TestChatRoundTrip(t *testing.T) {
 	m := llmtest.Fleet(t)
 	p, c, ctx := setup(t, "chat-tool-calls.json", "chat-end.json")
 	tools, _ := openai.ChatTools(openai.ViewTools(m.View()))
-	last, conv, err := openai.New(m, openai.WithRunOptions(clock())).ConverseChat(ctx, &c, sdk.ChatCompletionNewParams{
+	last, conv, err := openai.New(m, llm.WithRunOptions(clock())).ConverseChat(ctx, &c, sdk.ChatCompletionNewParams{
 		Model: "gpt-5", Tools: tools, Messages: []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Weather in Oslo, and photo p1?")},
 	}, 0)
 	if err != nil {
@@ -112,7 +112,7 @@ func TestResponsesDeferredRoundTrip(t *testing.T) {
 	m := llmtest.Fleet(t)
 	p, c, ctx := setup(t, "responses-namespaced-calls.json", "responses-end.json")
 	tools, _ := openai.ResponsesDeferredTools(m.View())
-	last, err := openai.New(m, openai.WithRunOptions(clock())).ConverseResponses(ctx, &c, responses.ResponseNewParams{
+	last, err := openai.New(m, llm.WithRunOptions(clock())).ConverseResponses(ctx, &c, responses.ResponseNewParams{
 		Model: "gpt-5", Tools: tools, Input: responses.ResponseNewParamsInputUnion{OfString: sdk.String("Weather in Oslo, and photo p1?")},
 	}, 0)
 	if err != nil {
@@ -135,7 +135,7 @@ func TestResponsesRoundTrip(t *testing.T) {
 	m := llmtest.Fleet(t)
 	p, c, ctx := setup(t, "responses-calls.json", "responses-end.json")
 	tools, _ := openai.ResponsesTools(openai.ViewTools(m.View()))
-	if _, err := openai.New(m, openai.WithRunOptions(clock())).ConverseResponses(ctx, &c, responses.ResponseNewParams{
+	if _, err := openai.New(m, llm.WithRunOptions(clock())).ConverseResponses(ctx, &c, responses.ResponseNewParams{
 		Model: "gpt-5", Tools: tools, Input: responses.ResponseNewParamsInputUnion{OfString: sdk.String("Weather in Oslo, and photo p1?")},
 	}, 0); err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestResponsesClientSearch(t *testing.T) {
 	defer ts.Close()
 	meta := llm.NewMetaTools(m, ts)
 	p, c, ctx := setup(t, "responses-client-search.json", "responses-end.json")
-	if _, err := openai.New(m, openai.WithMetaTools(meta)).ConverseResponses(ctx, &c, responses.ResponseNewParams{
+	if _, err := openai.New(m, llm.WithMetaTools(meta)).ConverseResponses(ctx, &c, responses.ResponseNewParams{
 		Model: "gpt-5", Tools: openai.ResponsesClientSearch(meta), Input: responses.ResponseNewParamsInputUnion{OfString: sdk.String("Weather in Oslo?")},
 	}, 0); err != nil {
 		t.Fatal(err)
