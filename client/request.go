@@ -10,8 +10,6 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
 // CallOption configures one call.
@@ -135,14 +133,13 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 func (m *Manager) catalogless(qualifiedTool string) (*slot, string) {
 	sep := m.opts.naming.SeparatorOrDefault()
 	v := m.pub.View()
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	for name, s := range m.slots {
+	slots, _ := m.slotList()
+	for _, s := range slots {
 		tool, ok := strings.CutPrefix(qualifiedTool, s.toolPrefix()+sep)
 		if !ok {
 			continue
 		}
-		if _, ok := v.Catalog(name); ok {
+		if _, ok := v.Catalog(s.name); ok {
 			continue
 		}
 		return s, tool
@@ -238,9 +235,10 @@ type request[T any] struct {
 //  2. the host's interceptors, if any, see the request and may refuse
 //     it, answer it or change its arguments (intercept.go);
 //  3. do counts it for Stats and tells the Observer, and doOn waits for a
-//     runtime (acquire), sends, and on a failure asks failure.go what it
-//     means and what the slot must do, then resends or replays at most
-//     once each;
+//     runtime (acquire, which asks state.go's admitLocked), sends, and on
+//     a failure asks failure.go what it means and reports it to the slot
+//     (state.go: lost, timedOut, needsAuthorization), which decides what
+//     becomes of the runtime; then it resends or replays at most once each;
 //  4. an error is named with the operation (withOp).
 func run[T any](ctx context.Context, m *Manager, server string, r request[T], opts []CallOption) (T, error) {
 	var (
@@ -416,10 +414,7 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 				resent = true
 				continue
 			}
-			s.mu.Lock()
-			uerr := s.unavailableLocked(nil)
-			s.mu.Unlock()
-			return zero, uerr
+			return zero, s.unavailable(nil)
 		}
 		res, err := r.send(ctx, s, l.client, r.name, args)
 		l.release()
@@ -453,10 +448,7 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 				resent = true
 				continue
 			}
-			s.mu.Lock()
-			uerr := s.unavailableLocked(notCanceled(err))
-			s.mu.Unlock()
-			return zero, uerr
+			return zero, s.unavailable(notCanceled(err))
 		case outcomeLost:
 			err = s.check(l, err)
 			if ctx.Err() == nil {
@@ -491,7 +483,10 @@ func callTimeout(cfg *slotConfig, o *callOptions) time.Duration {
 }
 
 // acquire returns the current lease with a call registered on it, waiting
-// for Connected up to the ready timeout while the slot is connecting.
+// for Connected up to the ready timeout while the slot is connecting. It
+// asks the slot (admitLocked) and never moves the state machine itself:
+// starting a lazy server, pulling a dial forward and declaring a dead
+// runtime lost are the slot's decisions, made in state.go.
 func (s *slot) acquire(ctx context.Context) (*lease, error) {
 	var (
 		timeout <-chan time.Time
@@ -504,41 +499,13 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 	}()
 	for {
 		s.mu.Lock()
-		switch s.state {
-		case lifecycle.Connected:
-			l := s.lease
-			select {
-			case <-l.conn.Done():
-				// Known dead but not yet noticed by its watcher: detach it
-				// now rather than send a request into it.
-				s.lostLocked(connLost(l.conn))
-				s.goCloseLeaseLocked(l)
-				s.mu.Unlock()
-				continue
-			default:
+		l, err := s.admitLocked()
+		if l != nil || err != nil {
+			s.mu.Unlock()
+			if err != nil {
+				return nil, &ServerError{Server: s.name, Err: err}
 			}
-			l.calls.Add(1)
-			l.inflight.Add(1)
-			s.mu.Unlock()
 			return l, nil
-		case lifecycle.Disconnected:
-			s.connectLocked(lifecycle.Connecting, 0, false)
-		case lifecycle.Connecting, lifecycle.Reconnecting:
-			s.pullLocked()
-		case lifecycle.PermanentlyFailed:
-			err := serverError(ErrPermanentlyFailed, s.name, notCanceled(s.lastErr))
-			s.mu.Unlock()
-			return nil, err
-		case lifecycle.NeedsAuthorization:
-			err := s.authorizationErrorLocked()
-			s.mu.Unlock()
-			return nil, err
-		case lifecycle.Disabling, lifecycle.Disabled:
-			s.mu.Unlock()
-			return nil, serverError(ErrDisabled, s.name, nil)
-		default:
-			s.mu.Unlock()
-			return nil, serverError(ErrClosed, s.name, nil)
 		}
 		ch := s.changed
 		s.mu.Unlock()
@@ -548,10 +515,7 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 		select {
 		case <-ch:
 		case <-timeout:
-			s.mu.Lock()
-			err := s.unavailableLocked(nil)
-			s.mu.Unlock()
-			return nil, err
+			return nil, s.unavailable(nil)
 		case <-ctx.Done():
 			s.mu.Lock()
 			why := fmt.Errorf("waiting while %s", s.state)
