@@ -103,16 +103,14 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
 
-	m.mu.RLock()
-	if m.closed {
-		m.mu.RUnlock()
+	slots, closed := m.slotList()
+	if closed {
 		return ApplyResult{}, fmt.Errorf("mcpfleet: apply: %w", ErrClosed)
 	}
-	current := make(map[string]*slot, len(m.slots))
-	for name, s := range m.slots {
-		current[name] = s
+	current := make(map[string]*slot, len(slots))
+	for _, s := range slots {
+		current[s.name] = s
 	}
-	m.mu.RUnlock()
 
 	var (
 		mu       sync.Mutex
@@ -196,7 +194,24 @@ func (m *Manager) Apply(ctx context.Context, cfg *Config) (ApplyResult, error) {
 // out ctx. When ctx ends first, it names every server still not connected
 // and its last error.
 func (m *Manager) waitRequired(ctx context.Context, op string, names []string) error {
-	if len(names) == 0 {
+	var slots []*slot
+	for _, name := range names {
+		if s, err := m.slot(name); err == nil { // else removed meanwhile by the host
+			slots = append(slots, s)
+		}
+	}
+	return waitAll(ctx, slots, false, func(s *slot, err error) error {
+		return &ServerError{Server: s.name, Op: op, Err: fmt.Errorf("required server: %w", err)}
+	})
+}
+
+// waitAll waits for the slots together (awaitReady's whole says what
+// counts as ready), and returns the error of the first that settles short
+// of ready at once, the others' waits ended; or, when ctx ends first, the
+// errors of every slot not ready, joined. name makes a slot's error the
+// caller's, naming the server and the operation.
+func waitAll(ctx context.Context, slots []*slot, whole bool, name func(*slot, error) error) error {
+	if len(slots) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -204,25 +219,21 @@ func (m *Manager) waitRequired(ctx context.Context, op string, names []string) e
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
-		settled error   // the first server that settled short of Connected
-		late    []error // those still not connected when ctx ended
+		settled error   // the first server that settled short of ready
+		late    []error // those still not ready when ctx ended
 	)
-	for _, name := range names {
-		s, err := m.slot(name)
-		if err != nil {
-			continue // removed meanwhile by the host
-		}
+	for _, s := range slots {
 		wg.Go(func() {
-			err := s.awaitConnected(ctx)
+			err := s.awaitReady(ctx, whole)
 			if err == nil {
 				return
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			if errors.Is(err, context.Canceled) && settled != nil {
-				return // another server settled: Apply is returning
+				return // another server settled: the wait is over
 			}
-			err = &ServerError{Server: name, Op: op, Err: fmt.Errorf("required server: %w", err)}
+			err = name(s, err)
 			if ctx.Err() == nil && settled == nil {
 				settled = err
 				cancel()
@@ -238,44 +249,39 @@ func (m *Manager) waitRequired(ctx context.Context, op string, names []string) e
 	return errors.Join(late...)
 }
 
-// awaitConnected waits until the slot is Connected (or was, and went
-// idle). It fails at once, with the cause, once the slot is in a state
+// awaitReady waits until the slot is Connected, or was and went idle. It
+// fails at once, with failFastLocked's error, once the slot is in a state
 // that no waiting ends: PermanentlyFailed, NeedsAuthorization, Disabled,
-// Closed; and with the state and the last error when ctx ends.
-func (s *slot) awaitConnected(ctx context.Context) error {
+// Closed; and with the state and the last cause when ctx ends
+// (stillError). whole is WaitReady's wait for the whole fleet, in which a
+// server switched off, or lazy and never started, is ready too.
+func (s *slot) awaitReady(ctx context.Context, whole bool) error {
 	for {
 		s.mu.Lock()
-		state, ch := s.state, s.changed
-		var err error
+		state, ch, last := s.state, s.changed, s.lastErr
+		var ready bool
 		switch state {
 		case lifecycle.Connected:
+			ready = true
 		case lifecycle.Disconnected:
-			if s.idleSince.IsZero() {
-				state = lifecycle.Connecting // lazy: the next request starts it
-				break
-			}
-			// It connected, and went idle: its next request starts it.
-		case lifecycle.PermanentlyFailed:
-			err = because(ErrPermanentlyFailed, notCanceled(s.lastErr))
-		case lifecycle.NeedsAuthorization:
-			err = s.authorizationLocked()
+			// Gone idle after it connected, or (for the whole fleet) lazy:
+			// its next request starts it.
+			ready = whole || !s.idleSince.IsZero()
 		case lifecycle.Disabling, lifecycle.Disabled:
-			err = ErrDisabled
-		case lifecycle.Closed:
-			err = ErrClosed
+			ready = whole
 		}
-		last := s.lastErr
+		var err error
+		if !ready {
+			err = s.failFastLocked()
+		}
 		s.mu.Unlock()
-		if err != nil || state == lifecycle.Connected || state == lifecycle.Disconnected {
+		if ready || err != nil {
 			return err
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("still %s: %w (last error: %w)", state, ctx.Err(), notCanceled(last))
-			}
-			return fmt.Errorf("still %s: %w", state, ctx.Err())
+			return stillError(ctx, state, last)
 		}
 	}
 }

@@ -107,21 +107,6 @@ func (s *slot) authURL() string {
 	return ""
 }
 
-// needsAuthorization reports that a request on l found that only the user
-// can authorize the server (a refused refresh token, a step-up). If l is
-// still the slot's lease, the slot detaches it, closes it in the background
-// and waits in NeedsAuthorization; no budget is spent.
-func (s *slot) needsAuthorization(l *lease, cause error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lease != l {
-		return
-	}
-	s.goCloseLeaseLocked(s.detachLocked())
-	s.lastErr = cause
-	s.setStateLocked(lifecycle.NeedsAuthorization, cause)
-}
-
 // authorizationErrorLocked is the error of a call made while the slot
 // needs authorization.
 func (s *slot) authorizationErrorLocked() error {

@@ -34,18 +34,6 @@ func (m *Manager) budgetFor(spec ServerSpec) *machine.Budget {
 	return machine.NewBudget(policy, m.opts.clock)
 }
 
-// enableLocked leaves Disabled: for Connecting, or Disconnected if lazy.
-func (s *slot) enableLocked() {
-	s.budget.Reset()
-	s.lastErr = nil
-	if s.config().spec.Lazy {
-		s.setStateLocked(lifecycle.Disconnected, nil)
-	} else {
-		s.connectLocked(lifecycle.Connecting, 0, false)
-	}
-	s.publishCachedLocked()
-}
-
 // publishCachedLocked publishes the server's catalog from the catalog
 // cache, if it has one for this configuration and no runtime has connected
 // yet: the host knows the tools before the first connect.
@@ -163,7 +151,7 @@ func (s *slot) connectLoop(ctx context.Context, r *runner, wait time.Duration, p
 			// Abandoned by Disable, Remove, Reconnect or Close while dialling.
 			s.mu.Unlock()
 			if l != nil {
-				s.closeLease(l)
+				l.close(context.Background())
 			}
 			return
 		}
@@ -385,15 +373,4 @@ func (s *slot) installLocked(l *lease) {
 	}
 	s.m.wg.Add(1)
 	go s.watch(l)
-}
-
-// redialLocked leaves NeedsAuthorization for a dial: Connecting if the
-// server never had a runtime, Reconnecting if it had.
-func (s *slot) redialLocked() {
-	s.lastErr = nil
-	if s.gen == 0 {
-		s.connectLocked(lifecycle.Connecting, 0, false)
-		return
-	}
-	s.connectLocked(lifecycle.Reconnecting, 0, false)
 }

@@ -11,7 +11,6 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/mcpfleet/mcpfleet/internal/failure"
-	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
 // notCanceled hides the context errors in the chain of a failure caused by
@@ -204,41 +203,12 @@ func connLost(c transport.Conn) error {
 	return fmt.Errorf("connection lost: %w", errConnDone)
 }
 
-// lost reports that l's runtime is dead. If l is still the slot's lease the
-// slot detaches it, schedules a reconnect and closes it in the background;
-// a report about any older runtime is ignored.
-func (s *slot) lost(l *lease, cause error) {
+// unavailable builds the error of a call that gave up waiting, or whose
+// runtime was lost twice under it, with cause or else the last one.
+func (s *slot) unavailable(cause error) *UnavailableError {
 	s.mu.Lock()
-	if s.lease != l {
-		s.mu.Unlock()
-		return
-	}
-	s.lostLocked(cause)
-	s.goCloseLeaseLocked(l)
-	s.mu.Unlock()
-}
-
-// lostLocked detaches the current lease (the caller closes it) and starts
-// the reconnect under the budget.
-func (s *slot) lostLocked(cause error) {
-	l := s.detachLocked()
-	if l != nil {
-		// A fault is not the host ending the session.
-		s.keepSessionLocked(l, cause)
-	}
-	s.lastErr = cause
-	wait, ok := s.budget.Lost(l != nil && l.answered.Load())
-	if ok {
-		s.connectLocked(lifecycle.Reconnecting, wait, false)
-		return
-	}
-	// Connected has no edge to PermanentlyFailed: the loss is reported first.
-	s.setStateLocked(lifecycle.Reconnecting, cause)
-	if probe, ok := s.budget.ProbeWait(); ok {
-		s.connectLocked(lifecycle.PermanentlyFailed, probe, true)
-		return
-	}
-	s.setStateLocked(lifecycle.PermanentlyFailed, cause)
+	defer s.mu.Unlock()
+	return s.unavailableLocked(cause)
 }
 
 // unavailableLocked builds the error of a call that gave up waiting.
@@ -257,31 +227,4 @@ func (s *slot) unavailableLocked(cause error) *UnavailableError {
 		NextRetry:  s.nextRetry,
 		Cause:      cause,
 	}
-}
-
-// succeeded clears the run of timeouts of l's generation.
-func (s *slot) succeeded(l *lease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.health.Success(l.gen, s.m.opts.clock.Now()) {
-		l.timedOut.Store(false)
-	}
-}
-
-// timedOut counts a timeout against l's generation, and treats the runtime
-// as lost when the run of timeouts reaches the threshold.
-func (s *slot) timedOut(l *lease, err error) {
-	s.mu.Lock()
-	if s.lease != l {
-		s.mu.Unlock()
-		return
-	}
-	l.timedOut.Store(true)
-	if !s.health.Timeout(l.gen, err) {
-		s.mu.Unlock()
-		return
-	}
-	s.lostLocked(fmt.Errorf("%w: %w", ErrTooManyTimeouts, err))
-	s.goCloseLeaseLocked(l)
-	s.mu.Unlock()
 }

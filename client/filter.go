@@ -421,12 +421,7 @@ func (m *Manager) filteredTool(server, tool string) error {
 // the servers: it runs only when the View has no such tool.
 func (m *Manager) filteredQualified(qualified string) error {
 	sep := m.opts.naming.SeparatorOrDefault()
-	m.mu.RLock()
-	slots := make([]*slot, 0, len(m.slots))
-	for _, s := range m.slots {
-		slots = append(slots, s)
-	}
-	m.mu.RUnlock()
+	slots, _ := m.slotList()
 	for _, s := range slots {
 		cfg := s.config()
 		f := cfg.spec.ToolFilter

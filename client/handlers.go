@@ -115,12 +115,7 @@ func (m *Manager) SetRoots(ctx context.Context, roots []mcp.Root) error {
 	m.roots.set = true
 	m.roots.mu.Unlock()
 
-	m.mu.RLock()
-	slots := make([]*slot, 0, len(m.slots))
-	for _, s := range m.slots {
-		slots = append(slots, s)
-	}
-	m.mu.RUnlock()
+	slots, _ := m.slotList()
 	var leases []*lease
 	for _, s := range slots {
 		s.mu.Lock()

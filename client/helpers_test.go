@@ -164,6 +164,28 @@ func (ts *testServer) openConns() int {
 	return n
 }
 
+// closesDone waits until every runtime the server's slot was closing in
+// the background (after a loss, a Reconnect, going idle) is closed: such a
+// close runs after the state moved on, so a test that counts open
+// connections once the server is Connected again must wait for it.
+func closesDone(t *testing.T, m *Manager, name string) {
+	t.Helper()
+	s, err := m.slot(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.closing.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-testCtx(t).Done():
+		t.Fatal("the slot's background closes did not end")
+	}
+}
+
 // recConn wraps an in-process Conn to record requests after Close and to
 // inject a stale-session rejection.
 type recConn struct {

@@ -162,7 +162,7 @@ func (s *slot) idleLocked(timeout time.Duration) {
 	s.setStateLocked(lifecycle.Disconnected, fmt.Errorf("%w: no use for %v", ErrIdleTimeout, timeout))
 	s.idleSince = s.stateSince
 	if l != nil {
-		s.goCloseLeaseLocked(l)
+		l.goCloseLocked()
 	}
 }
 

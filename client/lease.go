@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +59,7 @@ type lease struct {
 }
 
 // ownGate admits the requests the Manager sends on a runtime of its own
-// accord until the runtime begins to close; closeLeaseIn shuts it and
+// accord until the runtime begins to close; lease.close shuts it and
 // waits, bounded, for those admitted to end before it closes the Conn.
 //
 // Checking the lease's context before sending is not enough, nor is
@@ -166,9 +167,95 @@ func stderrOf(c transport.Conn) []string {
 	return nil
 }
 
+// admit registers a request on l, under the slot's lock while l is its
+// lease, so that a detach that follows sees it in flight and drains it.
+func (l *lease) admit() {
+	l.calls.Add(1)
+	l.inflight.Add(1)
+}
+
 // release ends a request that acquire registered on l.
 func (l *lease) release() {
 	l.used() // before the count drops, so a check that sees none in flight sees the stamp
 	l.inflight.Add(-1)
 	l.calls.Done()
+}
+
+// The end of a lease's life, once its slot detached it (detachLocked):
+// drain, then close. Both run with no lock held.
+
+// goCloseLocked drains and closes l in the background, so that the
+// goroutine that noticed its end (a caller, a watcher, a Reconnect) is not
+// held up. It is counted in its slot's closing under the slot's lock, so a
+// Disable or Remove that comes after it is sure to wait for it.
+//
+// Calls still in flight are let finish first, bounded by the drain timeout:
+// closing would fail them, and make their outcome unknown. That holds for a
+// runtime whose Conn died too: an HTTP request does not die with the
+// notification stream, and a call sent just as the server restarted gets the
+// new server's stale-session answer, which proves it was not run, and so is
+// retried. (Over stdio a dead child's calls end by themselves at once.)
+func (l *lease) goCloseLocked() {
+	s, m := l.slot, l.slot.m
+	s.closing.Add(1)
+	m.wg.Go(func() {
+		defer s.closing.Done()
+		l.drain(m.ctx, m.opts.drainTimeout)
+		l.close(context.Background())
+	})
+}
+
+// drain waits for l's calls in flight to end, until timeout passes or ctx
+// ends (the teardown's context, or the Manager's for a close in the
+// background). It is the one drain: Disable's, Remove's and Close's
+// teardown, and a runtime closed after a loss, a Reconnect or going idle.
+func (l *lease) drain(ctx context.Context, timeout time.Duration) {
+	if l.inflight.Load() == 0 {
+		// Detached under the lock, so no call can start on it now: nothing
+		// to drain (the common case, and the whole of an idle fleet's
+		// Close).
+		return
+	}
+	drained := make(chan struct{})
+	l.slot.m.wg.Go(func() {
+		l.calls.Wait()
+		close(drained)
+	})
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// close closes l, detached, bounded by the close timeout and by parent:
+// once parent ends, the Conn forces what has not finished (a child is
+// killed, not asked). It waits for the requests the Manager made on l by
+// itself (l.own) first. Close is teardown, not a transaction: its error is
+// reported in an event and changes neither the state nor the budget.
+func (l *lease) close(parent context.Context) error {
+	s, m := l.slot, l.slot.m
+	l.cancel()
+	ctx, cancel := context.WithTimeout(parent, m.opts.closeTimeout)
+	defer cancel()
+	// The Manager's own requests (listen stream, refresh, probe) end with
+	// l.ctx; one that got past its check must reach the Conn before the
+	// close, never after. A transport that ignores the cancel is forced
+	// by the Close once ctx ends.
+	var waiting func()
+	if h := m.onOwnWait; h != nil {
+		waiting = func() { h(l) }
+	}
+	l.own.close(ctx, waiting)
+	s.keepBoundSession(l)
+	err := l.conn.Close(ctx)
+	if err != nil {
+		err = fmt.Errorf("close generation %d: %w", l.gen, err)
+		s.mu.Lock()
+		s.emitLocked(Event{Kind: EventCloseError, Err: err})
+		s.mu.Unlock()
+	}
+	return err
 }

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -249,11 +250,7 @@ func (m *Manager) Watch(buffer int) (statuses []ServerStatus, seq uint64, events
 	// held the list and the last number agree (lock order: see slot).
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	slots := make([]*slot, 0, len(m.slots))
-	for _, s := range m.slots {
-		slots = append(slots, s)
-	}
-	sort.Slice(slots, func(i, j int) bool { return slots[i].name < slots[j].name })
+	slots := sortedSlots(m.slots)
 	for _, s := range slots {
 		s.mu.Lock()
 	}
@@ -281,12 +278,7 @@ func (m *Manager) Status(name string) (ServerStatus, error) {
 
 // Statuses returns every server's status, sorted by name.
 func (m *Manager) Statuses() []ServerStatus {
-	m.mu.RLock()
-	slots := make([]*slot, 0, len(m.slots))
-	for _, s := range m.slots {
-		slots = append(slots, s)
-	}
-	m.mu.RUnlock()
+	slots, _ := m.slotList()
 	out := make([]ServerStatus, 0, len(slots))
 	q := quarantinesByServer(m.pub.View())
 	for _, s := range slots {
@@ -294,7 +286,6 @@ func (m *Manager) Statuses() []ServerStatus {
 		out = append(out, s.statusLocked(q))
 		s.mu.Unlock()
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -304,7 +295,16 @@ func (m *Manager) Statuses() []ServerStatus {
 // wrapping ErrPermanentlyFailed and the cause, when the server is
 // PermanentlyFailed: a mistake in its spec (a command not found, a wrong
 // URL) or a spent budget, which no wait ends. (Its slow probe may still
-// find it fixed later; Reconnect tries at once.)
+// find it fixed later; Reconnect tries at once.) A server that needs
+// authorization, or is disabled, is waited for: the user may authorize it,
+// the host enable it.
+//
+// When ctx ends first, the error wraps ctx's error and the server's last
+// cause (a dial's failure, say), and names the state it was still in:
+// errors.Is finds both.
+//
+// WaitConnected is WaitFor(ctx, name, lifecycle.Connected), without the
+// import; WaitReady waits for every server.
 func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State) error {
 	op := "wait for " + want.String()
 	s, err := m.slot(name)
@@ -313,26 +313,55 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 	}
 	for {
 		s.mu.Lock()
-		state, ch := s.state, s.changed
+		state, ch, last := s.state, s.changed, s.lastErr
+		if state != want && (state == lifecycle.Closed || want == lifecycle.Connected && state == lifecycle.PermanentlyFailed) {
+			err = s.failFastLocked()
+		}
 		s.mu.Unlock()
-		if state == want {
+		switch {
+		case state == want:
 			return nil
-		}
-		if state == lifecycle.Closed {
-			return withOp(op, name, serverError(ErrClosed, name, nil))
-		}
-		if want == lifecycle.Connected && state == lifecycle.PermanentlyFailed {
-			s.mu.Lock()
-			cause := notCanceled(s.lastErr)
-			s.mu.Unlock()
-			return withOp(op, name, serverError(ErrPermanentlyFailed, name, cause))
+		case err != nil:
+			return &ServerError{Server: name, Op: op, Err: err}
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return &ServerError{Server: name, Op: op, Err: fmt.Errorf("still %s: %w", state, ctx.Err())}
+			return &ServerError{Server: name, Op: op, Err: stillError(ctx, state, last)}
 		}
 	}
+}
+
+// WaitConnected blocks until the server is Connected: it is
+// WaitFor(ctx, name, lifecycle.Connected), for a host that needs no other
+// state and so no import of lifecycle.
+func (m *Manager) WaitConnected(ctx context.Context, name string) error {
+	return m.WaitFor(ctx, name, lifecycle.Connected)
+}
+
+// WaitReady waits until every server the Manager has when it is called is
+// ready: Connected, or where no wait is needed (Disabled; lazy and not
+// started yet, or closed for going idle: the next request starts it).
+// It is how a host that Applied a config, or Added its servers, waits for
+// the whole fleet before its first call.
+//
+// It returns at once, with that server's error naming it, when a server
+// settles where no wait helps: PermanentlyFailed (the error wraps
+// ErrPermanentlyFailed and the cause: a mistake in its spec, a spent
+// budget), NeedsAuthorization (an *AuthorizationError: the user must
+// authorize it), or Closed (removed meanwhile, or the Manager closed).
+// When ctx ends first, the error names every server still not ready, with
+// its state and its last cause, and wraps ctx's error: errors.Is finds
+// ctx's error and each cause.
+func (m *Manager) WaitReady(ctx context.Context) error {
+	const op = "wait ready"
+	slots, closed := m.slotList()
+	if closed {
+		return fmt.Errorf("mcpfleet: %s: %w", op, ErrClosed)
+	}
+	return waitAll(ctx, slots, true, func(s *slot, err error) error {
+		return &ServerError{Server: s.name, Op: op, Err: err}
+	})
 }
 
 // Close closes every server's runtime, reaps every child and waits for every
@@ -370,11 +399,7 @@ func (m *Manager) Close() error {
 	// catalogs are unpublished at once and then each slot is moved to
 	// Closed: no one sees a Closed server still published, nor a live one
 	// unpublished. The slots' own Unpublish then finds nothing to do.
-	sorted := make([]*slot, 0, len(slots))
-	for _, s := range slots {
-		sorted = append(sorted, s)
-	}
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	sorted := sortedSlots(slots)
 	for _, s := range sorted {
 		s.mu.Lock()
 	}
@@ -452,6 +477,28 @@ func (m *Manager) slot(name string) (*slot, error) {
 		return nil, serverError(ErrUnknownServer, name, nil)
 	}
 	return s, nil
+}
+
+// slotList returns the servers, sorted by name, and whether the Manager is
+// closed. The list is a copy made under the read lock: the caller walks it
+// with no Manager lock held, taking each slot's lock in turn, and a server
+// removed meanwhile is Closed by then.
+func (m *Manager) slotList() ([]*slot, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return sortedSlots(m.slots), m.closed
+}
+
+// sortedSlots returns the slots of a map, sorted by name: the order the
+// package takes several slots' locks in (see slot), and the order of every
+// list of servers it returns.
+func sortedSlots(slots map[string]*slot) []*slot {
+	out := make([]*slot, 0, len(slots))
+	for _, s := range slots {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *slot) int { return strings.Compare(a.name, b.name) })
+	return out
 }
 
 // bug records an attempted illegal transition.

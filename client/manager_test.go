@@ -407,6 +407,10 @@ func TestConcurrentTriggersCoalesce(t *testing.T) {
 		t.Fatalf("50 concurrent Reconnects made generation %d, want one reconnect (2)", st.Generation)
 	}
 	_ = hasRunner
+	// The killed runtime is closed in the background, after the loss
+	// moved the state on: on a loaded machine, after the new runtime was
+	// installed, too.
+	closesDone(t, m, "s")
 	if n := ts.openConns(); n != 1 {
 		t.Fatalf("%d open connections, want 1", n)
 	}

@@ -10,8 +10,6 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/mcpfleet/mcpfleet/lifecycle"
 )
 
 // CallOption configures one call.
@@ -135,14 +133,13 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 func (m *Manager) catalogless(qualifiedTool string) (*slot, string) {
 	sep := m.opts.naming.SeparatorOrDefault()
 	v := m.pub.View()
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	for name, s := range m.slots {
+	slots, _ := m.slotList()
+	for _, s := range slots {
 		tool, ok := strings.CutPrefix(qualifiedTool, s.toolPrefix()+sep)
 		if !ok {
 			continue
 		}
-		if _, ok := v.Catalog(name); ok {
+		if _, ok := v.Catalog(s.name); ok {
 			continue
 		}
 		return s, tool
@@ -238,9 +235,10 @@ type request[T any] struct {
 //  2. the host's interceptors, if any, see the request and may refuse
 //     it, answer it or change its arguments (intercept.go);
 //  3. do counts it for Stats and tells the Observer, and doOn waits for a
-//     runtime (acquire), sends, and on a failure asks failure.go what it
-//     means and what the slot must do, then resends or replays at most
-//     once each;
+//     runtime (acquire, which asks state.go's admitLocked), sends, and on
+//     a failure asks failure.go what it means and reports it to the slot
+//     (state.go: lost, timedOut, needsAuthorization), which decides what
+//     becomes of the runtime; then it resends or replays at most once each;
 //  4. an error is named with the operation (withOp).
 func run[T any](ctx context.Context, m *Manager, server string, r request[T], opts []CallOption) (T, error) {
 	var (
@@ -356,8 +354,9 @@ func outcomeOf[T any](res T, err error) Outcome {
 	return OutcomeUnavailable
 }
 
-// doOn is do's request on s: wait for a runtime, send, classify, resend or
-// replay at most once each.
+// doOn is do's request on s: wait for a runtime (acquire), one attempt
+// (sendOnce), and the retry rule (retryRule) to decide whether it goes
+// again: resend or replay, at most once each, or stop.
 func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args any, opts []CallOption) (T, error) {
 	var zero T
 	m, server := s.m, s.name
@@ -387,93 +386,145 @@ func doOn[T any](ctx context.Context, s *slot, req *Request, r request[T], args 
 		defer sem.Release(1)
 	}
 
-	// A request provably not sent is sent again once, and a lost one is
-	// replayed once if replayable: the two are counted apart, since a
-	// replay that finds the server gone is itself not sent.
-	resent, replayed := false, false
-	var cause error // why the attempt before did not do
-	for attempt := 1; ; attempt++ {
+	var (
+		rule  retryRule
+		cause error // why the attempt before did not do
+	)
+	for n := 1; ; n++ {
 		l, err := s.acquire(ctx)
 		if err != nil {
 			return zero, err
 		}
-		if attempt > 1 {
+		if n > 1 {
 			s.st.retries.Add(1)
 		}
 		if req != nil {
 			l.describe(req)
 			if obs := m.opts.observer; obs != nil {
-				obs.RequestAttempt(ctx, req, attempt, cause)
+				obs.RequestAttempt(ctx, req, n, cause)
 			}
 		}
-		if l.ctx.Err() != nil {
-			// Detached since it was acquired (a loss, a Reconnect, a
-			// Disable): nothing goes out on it, and the request was not
-			// sent, so the next runtime takes it.
-			l.release()
-			cause = errDetachedBeforeSend
-			if !resent {
-				resent = true
-				continue
-			}
-			s.mu.Lock()
-			uerr := s.unavailableLocked(nil)
-			s.mu.Unlock()
-			return zero, uerr
+		a := sendOnce(ctx, s, r, l, args)
+		if a.err == nil {
+			return a.res, nil
 		}
-		res, err := r.send(ctx, s, l.client, r.name, args)
-		l.release()
-		if err == nil {
-			l.markAnswered()
-			if l.timedOut.Load() {
-				s.succeeded(l)
-			}
-			return res, nil
+		if !rule.again(a.fail, func() bool { return r.replay(s, r.name) }) {
+			return zero, a.final(s)
 		}
-		cause = err
-		err = plain(err)
-		if needsUser(err) && ctx.Err() == nil {
-			// Not run: the server refused the credentials, and only the
-			// user can give better ones.
-			s.needsAuthorization(l, err)
-			return zero, &ServerError{Server: server, Err: &AuthorizationError{URL: s.authURL(), Cause: err}}
-		}
-		switch classify(ctx, l.conn, err) {
-		case outcomeResult:
-			l.markAnswered()
-			return zero, serverError(ErrServerError, server, err)
-		case outcomeTooLarge:
-			// The server answered; the transport discarded the answer as
-			// it read it. The connection is fine.
-			l.markAnswered()
-			return zero, &ServerError{Server: server, Err: tooLarge(err)}
-		case outcomeNotSent:
-			s.lost(l, err)
-			if !resent {
-				resent = true
-				continue
-			}
-			s.mu.Lock()
-			uerr := s.unavailableLocked(notCanceled(err))
-			s.mu.Unlock()
-			return zero, uerr
-		case outcomeLost:
-			err = s.check(l, err)
-			if ctx.Err() == nil {
-				if !replayed && r.replay(s, r.name) {
-					replayed = true
-					continue
-				}
-				return zero, serverError(ErrOutcomeUnknown, server, notCanceled(err))
-			}
-			// The caller's context ended while the failure was checked:
-			// some transports give up a moment before the deadline.
-		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) && !r.patient {
-			s.timedOut(l, err)
-		}
-		return zero, canceledError(ctx, server, err)
+		cause = a.cause
 	}
+}
+
+// attemptFailure is what the failure of one attempt means for the request.
+type attemptFailure int
+
+const (
+	failFinal   attemptFailure = iota // the error is the request's
+	failNotSent                       // provably not run: may be sent again
+	failLost                          // lost in flight: may be replayed, if replayable
+)
+
+// retryRule decides whether a failed attempt goes again, as grpc-go's
+// shouldRetry does beside its csAttempt: a request provably not sent is
+// sent again once (resend), and a lost one is replayed once if replayable
+// (replay); anything else stops. The two are counted apart, since a replay
+// that finds the server gone is itself not sent.
+type retryRule struct{ resent, replayed bool }
+
+// again reports whether the request goes again after a failure f, and
+// counts the retry it allows.
+func (r *retryRule) again(f attemptFailure, replayable func() bool) bool {
+	switch {
+	case f == failNotSent && !r.resent:
+		r.resent = true
+		return true
+	case f == failLost && !r.replayed && replayable():
+		r.replayed = true
+		return true
+	}
+	return false
+}
+
+// attempt is how one attempt ended.
+type attempt[T any] struct {
+	res  T
+	err  error // nil: res is the answer
+	fail attemptFailure
+	// cause is what the Observer is told of at the next attempt.
+	cause error
+}
+
+// final is the request's error once no retry is left: the attempt's own,
+// or, for one that may not go again, what its failure means to the host.
+func (a attempt[T]) final(s *slot) error {
+	switch {
+	case a.err == errDetachedBeforeSend:
+		// Detached under it twice: the slot's own last cause says why.
+		return s.unavailable(nil)
+	case a.fail == failNotSent:
+		return s.unavailable(notCanceled(a.err))
+	case a.fail == failLost:
+		return serverError(ErrOutcomeUnknown, s.name, notCanceled(a.err))
+	}
+	return a.err
+}
+
+// sendOnce is one attempt: it sends r on l, which acquire registered it on,
+// and releases l. A failure is reported to the slot (state.go decides what
+// becomes of the runtime) and classified for the retry rule; an error
+// that is the request's whatever the rule says comes with failFinal.
+func sendOnce[T any](ctx context.Context, s *slot, r request[T], l *lease, args any) attempt[T] {
+	var zero T
+	server := s.name
+	if l.ctx.Err() != nil {
+		// Detached since it was acquired (a loss, a Reconnect, a
+		// Disable): nothing goes out on it, and the request was not
+		// sent, so the next runtime takes it.
+		l.release()
+		return attempt[T]{err: errDetachedBeforeSend, fail: failNotSent, cause: errDetachedBeforeSend}
+	}
+	res, err := r.send(ctx, s, l.client, r.name, args)
+	l.release()
+	if err == nil {
+		l.markAnswered()
+		if l.timedOut.Load() {
+			s.succeeded(l)
+		}
+		return attempt[T]{res: res}
+	}
+	cause := err
+	err = plain(err)
+	final := func(err error) attempt[T] { return attempt[T]{res: zero, err: err, fail: failFinal, cause: cause} }
+	if needsUser(err) && ctx.Err() == nil {
+		// Not run: the server refused the credentials, and only the
+		// user can give better ones.
+		s.needsAuthorization(l, err)
+		return final(&ServerError{Server: server, Err: &AuthorizationError{URL: s.authURL(), Cause: err}})
+	}
+	switch classify(ctx, l.conn, err) {
+	case outcomeResult:
+		l.markAnswered()
+		return final(serverError(ErrServerError, server, err))
+	case outcomeTooLarge:
+		// The server answered; the transport discarded the answer as
+		// it read it. The connection is fine.
+		l.markAnswered()
+		return final(&ServerError{Server: server, Err: tooLarge(err)})
+	case outcomeNotSent:
+		s.lost(l, err)
+		return attempt[T]{err: err, fail: failNotSent, cause: cause}
+	case outcomeLost:
+		err = s.check(l, err)
+		if ctx.Err() == nil {
+			return attempt[T]{err: err, fail: failLost, cause: cause}
+		}
+		// The caller's context ended while the failure was checked:
+		// some transports give up a moment before the deadline.
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !r.patient {
+		s.timedOut(l, err)
+	}
+	return final(canceledError(ctx, server, err))
 }
 
 // errDetachedBeforeSend is the cause an Observer is told of for an attempt
@@ -491,7 +542,10 @@ func callTimeout(cfg *slotConfig, o *callOptions) time.Duration {
 }
 
 // acquire returns the current lease with a call registered on it, waiting
-// for Connected up to the ready timeout while the slot is connecting.
+// for Connected up to the ready timeout while the slot is connecting. It
+// asks the slot (admitLocked) and never moves the state machine itself:
+// starting a lazy server, pulling a dial forward and declaring a dead
+// runtime lost are the slot's decisions, made in state.go.
 func (s *slot) acquire(ctx context.Context) (*lease, error) {
 	var (
 		timeout <-chan time.Time
@@ -504,41 +558,13 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 	}()
 	for {
 		s.mu.Lock()
-		switch s.state {
-		case lifecycle.Connected:
-			l := s.lease
-			select {
-			case <-l.conn.Done():
-				// Known dead but not yet noticed by its watcher: detach it
-				// now rather than send a request into it.
-				s.lostLocked(connLost(l.conn))
-				s.goCloseLeaseLocked(l)
-				s.mu.Unlock()
-				continue
-			default:
+		l, err := s.admitLocked()
+		if l != nil || err != nil {
+			s.mu.Unlock()
+			if err != nil {
+				return nil, &ServerError{Server: s.name, Err: err}
 			}
-			l.calls.Add(1)
-			l.inflight.Add(1)
-			s.mu.Unlock()
 			return l, nil
-		case lifecycle.Disconnected:
-			s.connectLocked(lifecycle.Connecting, 0, false)
-		case lifecycle.Connecting, lifecycle.Reconnecting:
-			s.pullLocked()
-		case lifecycle.PermanentlyFailed:
-			err := serverError(ErrPermanentlyFailed, s.name, notCanceled(s.lastErr))
-			s.mu.Unlock()
-			return nil, err
-		case lifecycle.NeedsAuthorization:
-			err := s.authorizationErrorLocked()
-			s.mu.Unlock()
-			return nil, err
-		case lifecycle.Disabling, lifecycle.Disabled:
-			s.mu.Unlock()
-			return nil, serverError(ErrDisabled, s.name, nil)
-		default:
-			s.mu.Unlock()
-			return nil, serverError(ErrClosed, s.name, nil)
 		}
 		ch := s.changed
 		s.mu.Unlock()
@@ -548,10 +574,7 @@ func (s *slot) acquire(ctx context.Context) (*lease, error) {
 		select {
 		case <-ch:
 		case <-timeout:
-			s.mu.Lock()
-			err := s.unavailableLocked(nil)
-			s.mu.Unlock()
-			return nil, err
+			return nil, s.unavailable(nil)
 		case <-ctx.Done():
 			s.mu.Lock()
 			why := fmt.Errorf("waiting while %s", s.state)

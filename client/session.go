@@ -28,7 +28,7 @@ import (
 //     same session, with nothing sent again;
 //   - DELETE goes out only when the host ends the session (Remove,
 //     Disable, Close, Reconnect, a new spec, idle shutdown), and not even
-//     then while a task is bound to the session (closeLeaseIn), so that a
+//     then while a task is bound to the session (lease.close), so that a
 //     later runtime, or a later Manager, can still poll it.
 
 // keepSessionLocked is what the loss of l to a fault does to its session:

@@ -20,9 +20,10 @@ import (
 // live in files named after what they do: connect.go (the connect loop and
 // a dial's installation), dial.go (one connection attempt), watch.go (a
 // runtime's watcher: its death, list_changed refreshes, the idle probe),
-// failure.go (what a failed request means and what the slot does about
-// it), teardown.go (detach, then close), control.go (Disable, Enable,
-// Reconnect, reconfigure), status.go and stats.go, idle.go.
+// state.go (the one place the state is decided: the setter, a request's
+// question, the answers to a runtime's failure reports, Disable, Enable,
+// Reconnect, reconfigure), failure.go (what a failed request means),
+// teardown.go (detach, then close), status.go and stats.go, idle.go.
 //
 // Locking. The slot's lock is never held while doing I/O, closing a
 // runtime or delivering an event: those happen after the state they
@@ -79,7 +80,7 @@ type slot struct {
 	// installLocked and detachLocked; run by connectLocked, the connect
 	// loop and the methods that abandon it (stopLocked, reconnect,
 	// reconfigure); budget, health, lastErr and nextRetry by the connect
-	// loop and the failure reports of failure.go. A dial writes none of
+	// loop and the answers to failure reports (state.go). A dial writes none of
 	// them: it returns a dialResult that the connect loop applies.
 	mu         sync.Mutex
 	state      lifecycle.State
@@ -200,55 +201,6 @@ func newSlot(m *Manager, name string, spec ServerSpec, key string) *slot {
 
 // config returns the slot's current configuration.
 func (s *slot) config() *slotConfig { return s.cfg.Load() }
-
-// setStateLocked moves the slot to state to and emits the event. A same-state
-// move does nothing; an illegal one is refused and recorded as a bug.
-func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
-	from := s.state
-	if from == to {
-		return true
-	}
-	if err := machine.Check(from, to); err != nil {
-		s.m.bug(s.name, err)
-		return false
-	}
-	s.state = to
-	now := s.m.opts.clock.Now()
-	s.stateSince = now
-	if from == lifecycle.Disconnected {
-		s.idleSince = time.Time{}
-	}
-	switch {
-	case from == lifecycle.Connected && to == lifecycle.Reconnecting:
-		s.st.reconnects.Add(1)
-		s.st.lostAt.Store(now.UnixNano())
-	case to == lifecycle.Connected:
-		s.st.recovered(now)
-	case !to.Accepting():
-		s.st.lostAt.Store(0) // no recovery to time
-	}
-	close(s.changed)
-	s.changed = make(chan struct{})
-	e := Event{Kind: EventState, From: from, To: to, Err: cause}
-	if to == lifecycle.Connected && s.lease != nil {
-		e.Protocol = s.lease.protocol
-	}
-	if to == lifecycle.NeedsAuthorization {
-		e.AuthorizationURL = s.authURL()
-	}
-	s.emitLocked(e)
-	if from.Publishes() && !to.Publishes() {
-		s.cached = false
-		s.raw = nil
-		if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
-			s.emitLocked(catalogEvent(d))
-		}
-	}
-	if h := s.m.onTransition; h != nil {
-		h(s, from, to)
-	}
-	return true
-}
 
 // emitLocked stamps e with the slot's current facts and queues it.
 func (s *slot) emitLocked(e Event) {

@@ -1,8 +1,6 @@
 package client
 
 import (
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -93,13 +91,7 @@ func (st *slotStats) resumed() { st.resumptions.Add(1) }
 
 // Stats returns a snapshot of every server's counters and gauges.
 func (m *Manager) Stats() Stats {
-	m.mu.RLock()
-	slots := make([]*slot, 0, len(m.slots))
-	for _, s := range m.slots {
-		slots = append(slots, s)
-	}
-	m.mu.RUnlock()
-	slices.SortFunc(slots, func(a, b *slot) int { return strings.Compare(a.name, b.name) })
+	slots, _ := m.slotList()
 
 	now := m.opts.clock.Now()
 	out := Stats{Servers: make([]ServerStats, 0, len(slots))}

@@ -1,0 +1,384 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/machine"
+	"github.com/mcpfleet/mcpfleet/lifecycle"
+)
+
+// One place decides the state. The slot's state machine moves here and
+// nowhere else: the one setter (setStateLocked), the request's question
+// (admitLocked: go, wait, or fail fast with failFast's error), enable and
+// redial, the owner's answers to what a runtime reports (lost, timedOut,
+// succeeded, needsAuthorization), and the host's switches (disable, enable,
+// reconnect, reconfigure). The connect loop (connect.go) reports a dial's
+// outcome here too, through the same setter; teardown.go's stopLocked and
+// idle.go's idleLocked are the two ends of a runtime the host asked for.
+// The request path (request.go) and the waits (WaitFor, WaitReady, Apply's)
+// only ask.
+
+// setStateLocked moves the slot to state to and emits the event. A same-state
+// move does nothing; an illegal one is refused and recorded as a bug.
+func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
+	from := s.state
+	if from == to {
+		return true
+	}
+	if err := machine.Check(from, to); err != nil {
+		s.m.bug(s.name, err)
+		return false
+	}
+	s.state = to
+	now := s.m.opts.clock.Now()
+	s.stateSince = now
+	if from == lifecycle.Disconnected {
+		s.idleSince = time.Time{}
+	}
+	switch {
+	case from == lifecycle.Connected && to == lifecycle.Reconnecting:
+		s.st.reconnects.Add(1)
+		s.st.lostAt.Store(now.UnixNano())
+	case to == lifecycle.Connected:
+		s.st.recovered(now)
+	case !to.Accepting():
+		s.st.lostAt.Store(0) // no recovery to time
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	e := Event{Kind: EventState, From: from, To: to, Err: cause}
+	if to == lifecycle.Connected && s.lease != nil {
+		e.Protocol = s.lease.protocol
+	}
+	if to == lifecycle.NeedsAuthorization {
+		e.AuthorizationURL = s.authURL()
+	}
+	s.emitLocked(e)
+	if from.Publishes() && !to.Publishes() {
+		s.cached = false
+		s.raw = nil
+		if d, ok := s.m.pub.Unpublish(s.name, s.gen); ok && !d.Empty() {
+			s.emitLocked(catalogEvent(d))
+		}
+	}
+	if h := s.m.onTransition; h != nil {
+		h(s, from, to)
+	}
+	return true
+}
+
+// failFastLocked returns the error of the slot's state if it is one that
+// no wait ends, and nil otherwise. It is the one place those errors are
+// built, for a request (acquire), Apply's wait for required servers and
+// WaitFor and WaitReady alike:
+//
+//   - PermanentlyFailed: ErrPermanentlyFailed and the last cause (a mistake
+//     in the spec, or the spent budget); the slow probe or Reconnect may
+//     still revive it, but no wait does;
+//   - NeedsAuthorization: an *AuthorizationError with the URL and the
+//     cause: only the user can help;
+//   - Disabling and Disabled: ErrDisabled; Closed: ErrClosed.
+//
+// The error is the cause alone: the caller puts it in the *ServerError
+// that names its operation.
+func (s *slot) failFastLocked() error {
+	switch s.state {
+	case lifecycle.PermanentlyFailed:
+		return because(ErrPermanentlyFailed, notCanceled(s.lastErr))
+	case lifecycle.NeedsAuthorization:
+		return s.authorizationLocked()
+	case lifecycle.Disabling, lifecycle.Disabled:
+		return ErrDisabled
+	case lifecycle.Closed:
+		return ErrClosed
+	}
+	return nil
+}
+
+// admitLocked answers a request that wants a runtime: the live lease, with
+// the request registered on it; or the error of a state no wait ends
+// (failFastLocked); or neither, and the request waits for the next state
+// change. What a request wants moves the machine here, not in the request
+// path: a lazy or idle server is started, a backoff step is pulled forward
+// (once per step: see connectLoop), and a runtime whose Conn is known dead
+// but that its watcher has not reported yet is declared lost at once
+// rather than be sent a request.
+func (s *slot) admitLocked() (*lease, error) {
+	if s.state == lifecycle.Connected {
+		l := s.lease
+		select {
+		case <-l.conn.Done():
+			s.lostLocked(connLost(l.conn))
+			l.goCloseLocked()
+		default:
+			l.admit()
+			return l, nil
+		}
+	}
+	switch s.state {
+	case lifecycle.Disconnected:
+		s.connectLocked(lifecycle.Connecting, 0, false)
+	case lifecycle.Connecting, lifecycle.Reconnecting:
+		s.pullLocked()
+	}
+	return nil, s.failFastLocked()
+}
+
+// stillError is the error of a wait for a server in state that ctx ended:
+// it wraps ctx's error and the server's last cause, so that errors.Is finds
+// both and the host reads why the server is not there yet, not only that
+// its patience ran out. The cause's own context errors are hidden: they
+// are not the caller's.
+func stillError(ctx context.Context, state lifecycle.State, last error) error {
+	if last == nil {
+		return fmt.Errorf("still %s: %w", state, ctx.Err())
+	}
+	return fmt.Errorf("still %s: %w (last error: %w)", state, ctx.Err(), notCanceled(last))
+}
+
+// enableLocked leaves Disabled: for Connecting, or Disconnected if lazy.
+func (s *slot) enableLocked() {
+	s.budget.Reset()
+	s.lastErr = nil
+	if s.config().spec.Lazy {
+		s.setStateLocked(lifecycle.Disconnected, nil)
+	} else {
+		s.connectLocked(lifecycle.Connecting, 0, false)
+	}
+	s.publishCachedLocked()
+}
+
+// redialLocked leaves NeedsAuthorization for a dial: Connecting if the
+// server never had a runtime, Reconnecting if it had.
+func (s *slot) redialLocked() {
+	s.lastErr = nil
+	if s.gen == 0 {
+		s.connectLocked(lifecycle.Connecting, 0, false)
+		return
+	}
+	s.connectLocked(lifecycle.Reconnecting, 0, false)
+}
+
+// lost reports that l's runtime is dead. If l is still the slot's lease the
+// slot detaches it, schedules a reconnect and closes it in the background;
+// a report about any older runtime is ignored.
+func (s *slot) lost(l *lease, cause error) {
+	s.mu.Lock()
+	if s.lease != l {
+		s.mu.Unlock()
+		return
+	}
+	s.lostLocked(cause)
+	l.goCloseLocked()
+	s.mu.Unlock()
+}
+
+// lostLocked detaches the current lease (the caller closes it) and starts
+// the reconnect under the budget.
+func (s *slot) lostLocked(cause error) {
+	l := s.detachLocked()
+	if l != nil {
+		// A fault is not the host ending the session.
+		s.keepSessionLocked(l, cause)
+	}
+	s.lastErr = cause
+	wait, ok := s.budget.Lost(l != nil && l.answered.Load())
+	if ok {
+		s.connectLocked(lifecycle.Reconnecting, wait, false)
+		return
+	}
+	// Connected has no edge to PermanentlyFailed: the loss is reported first.
+	s.setStateLocked(lifecycle.Reconnecting, cause)
+	if probe, ok := s.budget.ProbeWait(); ok {
+		s.connectLocked(lifecycle.PermanentlyFailed, probe, true)
+		return
+	}
+	s.setStateLocked(lifecycle.PermanentlyFailed, cause)
+}
+
+// succeeded clears the run of timeouts of l's generation.
+func (s *slot) succeeded(l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.health.Success(l.gen, s.m.opts.clock.Now()) {
+		l.timedOut.Store(false)
+	}
+}
+
+// timedOut counts a timeout against l's generation, and treats the runtime
+// as lost when the run of timeouts reaches the threshold.
+func (s *slot) timedOut(l *lease, err error) {
+	s.mu.Lock()
+	if s.lease != l {
+		s.mu.Unlock()
+		return
+	}
+	l.timedOut.Store(true)
+	if !s.health.Timeout(l.gen, err) {
+		s.mu.Unlock()
+		return
+	}
+	s.lostLocked(fmt.Errorf("%w: %w", ErrTooManyTimeouts, err))
+	l.goCloseLocked()
+	s.mu.Unlock()
+}
+
+// needsAuthorization reports that a request on l found that only the user
+// can authorize the server (a refused refresh token, a step-up). If l is
+// still the slot's lease, the slot detaches it, closes it in the background
+// and waits in NeedsAuthorization; no budget is spent.
+func (s *slot) needsAuthorization(l *lease, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease != l {
+		return
+	}
+	s.detachLocked().goCloseLocked()
+	s.lastErr = cause
+	s.setStateLocked(lifecycle.NeedsAuthorization, cause)
+}
+
+func (s *slot) disable(ctx context.Context) error {
+	s.mu.Lock()
+	if err := s.waitSettledLocked(ctx); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	switch s.state {
+	case lifecycle.Disabled:
+		s.mu.Unlock()
+		return nil
+	case lifecycle.Closed:
+		s.mu.Unlock()
+		return serverError(ErrClosed, s.name, nil)
+	}
+	l := s.stopLocked(lifecycle.Disabling)
+	s.mu.Unlock()
+
+	s.teardown(ctx, l)
+
+	s.mu.Lock()
+	if s.state == lifecycle.Disabling {
+		s.setStateLocked(lifecycle.Disabled, nil)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *slot) enable(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.waitSettledLocked(ctx); err != nil {
+		return err
+	}
+	switch s.state {
+	case lifecycle.Closed:
+		return serverError(ErrClosed, s.name, nil)
+	case lifecycle.Disabled:
+		s.enableLocked()
+	}
+	return nil
+}
+
+func (s *slot) reconnect(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	switch s.state {
+	case lifecycle.Closed:
+		s.mu.Unlock()
+		return serverError(ErrClosed, s.name, nil)
+	case lifecycle.Disabled, lifecycle.Disabling:
+		s.mu.Unlock()
+		return serverError(ErrDisabled, s.name, nil)
+	case lifecycle.Connected:
+		s.detachLocked().goCloseLocked()
+		s.budget.Reset()
+		s.rejoin = nil // the host asked for a new connection
+		s.connectLocked(lifecycle.Reconnecting, 0, false)
+	case lifecycle.PermanentlyFailed:
+		if r := s.run; r != nil { // the slow probe
+			s.run = nil
+			r.cancel()
+		}
+		s.budget.Reset()
+		s.rejoin = nil
+		s.connectLocked(lifecycle.Reconnecting, 0, false)
+	case lifecycle.NeedsAuthorization:
+		// Try again: the token store may have a token by now.
+		s.budget.Reset()
+		s.redialLocked()
+	case lifecycle.Connecting, lifecycle.Reconnecting:
+		s.budget.Reset()
+		if s.run != nil {
+			select {
+			case s.run.kick <- struct{}{}:
+			default:
+			}
+		}
+	case lifecycle.Disconnected:
+		s.connectLocked(lifecycle.Connecting, 0, false)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// reconfigure gives the slot a new spec in place: Apply's way with a changed
+// entry. The slot, its name, its subscriptions and its generation count
+// stay. A runtime of the old spec is detached and closed in the background
+// (its in-flight calls drain first), a connect loop of the old spec is
+// abandoned, and the new spec is dialled at once under a fresh budget:
+// calls see Reconnecting, as after a crash, and go to the new runtime, one
+// generation up. A disabled slot only takes the spec, for its next Enable;
+// a lazy one that is not running stays Disconnected. spec.Disabled is the
+// caller's to act on.
+func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.waitSettledLocked(ctx); err != nil {
+		return err
+	}
+	if s.state == lifecycle.Closed {
+		return serverError(ErrClosed, s.name, nil)
+	}
+	refilter := !s.config().spec.ToolFilter.equal(spec.ToolFilter)
+	s.cfg.Store(newSlotConfig(s.m, s.name, spec, key))
+	if refilter {
+		// The last good catalog, kept while the new spec is dialled, is
+		// not to show what the new filter hides.
+		s.republishLocked()
+	}
+	s.budget = s.m.budgetFor(spec)
+	s.legacy = false                  // a new server may speak the newer protocol
+	s.rejoin = nil                    // nor is its session the old one's
+	s.proven, s.startExits = false, 0 // a new configuration may be mistaken
+	s.lastErr = nil
+	switch s.state {
+	case lifecycle.Disconnected:
+		// A lazy server, or one closed for going idle, waits for its next
+		// request under the new spec as it did under the old.
+		if !spec.Lazy && s.idleSince.IsZero() {
+			s.connectLocked(lifecycle.Connecting, 0, false)
+		}
+	case lifecycle.Connected:
+		s.detachLocked().goCloseLocked()
+		s.connectLocked(lifecycle.Reconnecting, 0, false)
+	case lifecycle.NeedsAuthorization:
+		s.redialLocked()
+	case lifecycle.Connecting, lifecycle.Reconnecting, lifecycle.PermanentlyFailed:
+		if r := s.run; r != nil { // dialling the old spec: abandon it
+			s.run = nil
+			r.cancel()
+		}
+		s.nextRetry = time.Time{}
+		to := lifecycle.Reconnecting
+		if s.state == lifecycle.Connecting {
+			to = lifecycle.Connecting
+		}
+		s.connectLocked(to, 0, false)
+	}
+	return nil
+}
