@@ -11,8 +11,32 @@
 //	defer m.Close()
 //	m.Add(ctx, "files", client.ServerSpec{Stdio: &stdio.Spec{Command: "npx",
 //		Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv"}}})
-//	m.WaitFor(ctx, "files", lifecycle.Connected)
+//	if err := m.WaitConnected(ctx, "files"); err != nil { ... } // err says why not
 //	res, err := m.Call(ctx, "files__read_file", map[string]any{"path": "/srv/a.txt"})
+//
+// # The ten things a host uses
+//
+//  1. New and Close: one Manager for the host's life; Close ends every
+//     server and reaps every child.
+//  2. LoadConfig and Apply: a config file, applied as a whole (only what
+//     changed is touched); Add, Remove for one server.
+//  3. WaitReady (every server) or WaitConnected (one): wait with a
+//     context, and get the cause, not only a deadline, when it ends.
+//  4. View: the published catalog of every server's tools, prompts and
+//     resources, lock-free, the last good one kept while a server is away.
+//  5. Call (by qualified name) and CallTool (by server and tool): the same
+//     call; the result, or an error that says whether the request ran.
+//  6. Status and Statuses: each server's state, generation and last cause.
+//  7. Watch: ordered events (state changes, catalog changes) from now on,
+//     with the statuses they start from.
+//  8. Enable, Disable and Reconnect: switch a server at run time.
+//  9. WithTask and Task: a long call as an MCP task that outlives its
+//     connection, found again by id after a restart.
+//  10. Errors: *ServerError around the sentinels (ErrUnavailable,
+//     ErrOutcomeUnknown, ErrPermanentlyFailed, ...), for errors.Is.
+//
+// The rest (OAuth, limits, filters, resources and prompts, roots,
+// subscriptions, idle shutdown, observers) is there when a host needs it.
 //
 // # What the Manager does for you
 //
@@ -29,8 +53,8 @@
 // no retry can fix (a command not found, a URL that answers 404 to every
 // way of speaking MCP, credentials refused with no way to get others, the
 // same exit at start three times) settles the slot in PermanentlyFailed at
-// once, with the cause in Status.LastError; calls and WaitFor(Connected)
-// fail fast with it.
+// once, with the cause in Status.LastError; calls, WaitConnected and
+// WaitReady fail fast with it.
 //
 // # Calls that outlive the connection
 //
