@@ -96,6 +96,15 @@ func findServe(ctx context.Context, e *env, paths statePaths) (*remoteFleet, []s
 	for _, err := range bad {
 		notes = append(notes, fmt.Sprintf("ignoring a serve's admin file: %v", err))
 	}
+	// The admin file of a serve whose process is gone is stale, whatever
+	// its address does now: another program may listen there since.
+	serves = slices.DeleteFunc(serves, func(sf serveFile) bool {
+		if processGone(sf.PID) {
+			removeAdminFile(sf.path, sf.Token)
+			return true
+		}
+		return false
+	})
 	type probe struct {
 		r   *remoteFleet
 		err error
@@ -479,4 +488,20 @@ func (r *remoteFleet) reload(ctx context.Context) (admin.ReloadReport, error) {
 	var out admin.ReloadReport
 	err = json.NewDecoder(resp.Body).Decode(&out)
 	return out, err
+}
+
+// processGone reports whether no process has the id pid: a serve killed
+// without removing its admin file. Where that cannot be told (Windows
+// answers FindProcess for a process gone and one out of reach alike), it
+// reports false, and the serve's address decides.
+func processGone(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	defer p.Release()
+	return errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -100,6 +101,27 @@ func TestStaleAdminFile(t *testing.T) {
 	admins, _ := filepath.Glob(filepath.Join(c.stateDir, "admin-*.json"))
 	if len(admins) != 1 {
 		t.Fatalf("admin files of the killed serve: %v", admins)
+	}
+	// Another program takes the killed serve's port (as one of the tests
+	// running beside this one once did) and drops every connection: the
+	// file is still stale, since its serve's process is gone.
+	af, err := readAdminFile(admins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ln, err := net.Listen("tcp", af.Addr); err != nil {
+		t.Logf("the killed serve's address %s is taken already (%v): the port's new owner is not this test's", af.Addr, err)
+	} else {
+		defer ln.Close()
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conn.Close()
+			}
+		}()
 	}
 	code, out, errOut := c.run("status")
 	if code != exitOK || !strings.HasPrefix(out, "no serve of this config runs") || strings.Contains(errOut, "does not answer") {
