@@ -580,21 +580,7 @@ func TestParseConfigSuggestsKeys(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		d    int
-	}{
-		{"", "", 0}, {"a", "", 1}, {"comand", "command", 1}, {"evn", "env", 1}, {"kitten", "sitting", 3},
-		{"ab", "ba", 1}, {"mcpServer", "mcpServers", 1}, {"héllo", "hello", 1},
-	} {
-		if d := editDistance(tc.a, tc.b); d != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.d)
-		}
-		if d := editDistance(tc.b, tc.a); d != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.b, tc.a, d, tc.d)
-		}
-	}
+func TestSuggest(t *testing.T) {
 	if s := suggest("url", serverKeys); s != "url" {
 		t.Errorf("suggest exact = %q", s)
 	}

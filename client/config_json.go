@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpfleet/mcpfleet/internal/editdist"
 )
 
 // stripJSONC blanks out what JSON with comments allows and JSON does not:
@@ -217,7 +219,7 @@ func suggest(key string, known []string) string {
 		if strings.EqualFold(k, key) {
 			return k
 		}
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); bestD < 0 || d < bestD {
+		if d := editdist.Distance(strings.ToLower(key), strings.ToLower(k), 64); bestD < 0 || d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -225,35 +227,4 @@ func suggest(key string, known []string) string {
 		return best
 	}
 	return ""
-}
-
-// editDistance is the Damerau–Levenshtein distance (optimal string
-// alignment) between a and b: insertions, deletions, substitutions and
-// swaps of two neighbours each count one.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return max(len(ra), len(rb)) // no key is that long; do not spend on it
-	}
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mcpfleet/mcpfleet/internal/editdist"
 )
 
 // didYouMean returns " (did you mean X?)" for the candidates nearest to
@@ -23,7 +25,7 @@ func didYouMean(word string, candidates []string) string {
 		if lc == lw {
 			continue
 		}
-		switch d := editDistance(lw, lc); {
+		switch d := editdist.Distance(lw, lc, 128); {
 		case d <= max(1, len([]rune(c))/3):
 			near = append(near, scored{c, d})
 		case strings.HasSuffix(lc, "__"+lw) || strings.HasSuffix(lc, "/"+lw):
@@ -31,7 +33,7 @@ func didYouMean(word string, candidates []string) string {
 		default:
 			// A tool's own name, mistyped without its server's.
 			if _, tool, ok := strings.Cut(lc, "__"); ok && !strings.Contains(lw, "__") {
-				if d := editDistance(lw, tool); d <= max(1, len([]rune(tool))/3) {
+				if d := editdist.Distance(lw, tool, 128); d <= max(1, len([]rune(tool))/3) {
 					near = append(near, scored{c, 60 + d})
 				}
 			}
@@ -46,35 +48,4 @@ func didYouMean(word string, candidates []string) string {
 		names = append(names, n.s)
 	}
 	return fmt.Sprintf(" (did you mean %s?)", strings.Join(names, " or "))
-}
-
-// editDistance is the Damerau–Levenshtein distance (optimal string
-// alignment) between a and b: insertions, deletions, substitutions and
-// swaps of two neighbours each count one.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 128 || len(rb) > 128 {
-		return max(len(ra), len(rb)) // no name is that long; do not spend on it
-	}
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }
