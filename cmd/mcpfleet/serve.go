@@ -293,29 +293,19 @@ func serve(ctx context.Context, e *env, f *serveFlags, token string, level slog.
 // serveHTTP serves the gateway over streamable HTTP until ctx ends.
 func serveHTTP(ctx context.Context, e *env, f *serveFlags, g *gateway.Gateway, token string, logger *slog.Logger) error {
 	h := g.HTTPHandler(gateway.HTTPOptions{Token: token, AllowedOrigins: f.origins})
-	ln, err := net.Listen("tcp", f.http)
+	ln, served, err := listenHTTP(f)
 	if err != nil {
 		return err
 	}
-	scheme := "http"
-	if f.tlsCert != "" {
-		tc, err := tlsConfig(f)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		ln = tls.NewListener(ln, tc)
-		scheme = "https"
-	}
 	srv := newHTTPServer(h, logger)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
 	// The line a host or a script waits for: the address with the port
 	// chosen, once connections are accepted.
-	fmt.Fprintf(e.stderr, "%s%s://%s/mcp\n", readyLine, scheme, ln.Addr())
+	fmt.Fprintf(e.stderr, "%s%s\n", readyLine, served)
 	select {
 	case <-ctx.Done():
-	case err := <-served:
+	case err := <-done:
 		return err
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -324,8 +314,27 @@ func serveHTTP(ctx context.Context, e *env, f *serveFlags, g *gateway.Gateway, t
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
-	<-served
+	<-done
 	return nil
+}
+
+// listenHTTP listens on serve's --http address, with TLS when it has a
+// certificate, and returns the URL it serves MCP at (the port chosen).
+func listenHTTP(f *serveFlags) (ln net.Listener, served string, err error) {
+	if ln, err = net.Listen("tcp", f.http); err != nil {
+		return nil, "", err
+	}
+	scheme := "http"
+	if f.tlsCert != "" {
+		tc, err := tlsConfig(f)
+		if err != nil {
+			ln.Close()
+			return nil, "", err
+		}
+		ln = tls.NewListener(ln, tc)
+		scheme = "https"
+	}
+	return ln, scheme + "://" + ln.Addr().String() + "/mcp", nil
 }
 
 // newHTTPServer is the http.Server of serve --http: a client that sends a

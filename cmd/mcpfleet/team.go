@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -93,21 +92,10 @@ func serveTeam(ctx context.Context, e *env, f *serveFlags, level slog.Level) err
 	} else if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.http)
+	ln, served, err := listenHTTP(f)
 	if err != nil {
 		return err
 	}
-	scheme := "http"
-	if f.tlsCert != "" {
-		tc, err := tlsConfig(f)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		ln = tls.NewListener(ln, tc)
-		scheme = "https"
-	}
-	served := scheme + "://" + ln.Addr().String() + "/mcp"
 	audience := f.team.audience
 	if audience == "" {
 		host, _, _ := net.SplitHostPort(ln.Addr().String())
