@@ -187,16 +187,23 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 		Instructions: init.Instructions,
 		FetchedAt:    m.opts.clock.Now(),
 	}
-	if err := fetchLists(ctx, c, init.Capabilities, dirtyTools|dirtyPrompts|dirtyResources, cfg.limits, cat); err != nil {
-		return fail("list", err)
-	}
-	l.catalog = cat
+	// The stream first, then the lists: a change between the two is then
+	// in the lists or announced on the stream. Listed first, a tool added
+	// before the stream opened went unseen until the next change (a
+	// 2026-07-28 server sends list_changed only to a stream that listens;
+	// transport/http's Ready waits until the server took it). The Manager's
+	// own stream (stdio, in process) is asked for before the lists, on the
+	// same ordered pipe.
 	if hook, ok := conn.(transport.ReadyHook); ok {
 		if err := hook.Ready(ctx, c); err != nil {
 			return fail("ready", err)
 		}
 	}
 	m.startListen(l)
+	if err := fetchLists(ctx, c, init.Capabilities, dirtyTools|dirtyPrompts|dirtyResources, cfg.limits, cat); err != nil {
+		return fail("list", err)
+	}
+	l.catalog = cat
 	return dialResult{lease: l, rejoinDeclined: declined}
 }
 
