@@ -38,7 +38,7 @@ func TestApplyReconfiguresInTheStableSlot(t *testing.T) {
 	// A fake clock shows when the call waits: its ready timeout is then
 	// the only timer (the probe is off, and the reconnect dials at once).
 	clock := fakeclock.New(time.Unix(0, 0))
-	m := newTestManager(t, WithClock(clock), WithIdleProbe(-1))
+	m := newTestManager(t, WithClock(clock), WithTimeouts(Timeouts{IdleProbe: -1}))
 	m.opts.dialOverride = func(spec ServerSpec) Dialer {
 		if slices.Contains(spec.Stdio.Args, "v2") {
 			d := v2.dialer()

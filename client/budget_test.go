@@ -435,7 +435,7 @@ func TestDropReportsAreThrottled(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	clock := fakeclock.New(time.Unix(1_000_000, 0))
-	m := newTestManager(t, WithClock(clock), WithIdleProbe(-1))
+	m := newTestManager(t, WithClock(clock), WithTimeouts(Timeouts{IdleProbe: -1}))
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: newTestServer().dialer(), Disabled: true})
 	s, err := m.slot("s")

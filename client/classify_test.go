@@ -287,7 +287,7 @@ type classifyEnv struct {
 func newClassifyEnv(t *testing.T, tr classifyTransport, point faultinject.Point, quiet bool) *classifyEnv {
 	t.Helper()
 	e := &classifyEnv{t: t, tr: tr}
-	opts := []Option{WithPolicy(classifyPolicy), WithReadyTimeout(classifyReadyTimeout)}
+	opts := []Option{WithPolicy(classifyPolicy), WithTimeouts(Timeouts{Ready: classifyReadyTimeout})}
 	var spec ServerSpec
 	if tr.stdio {
 		e.stdio = faultinject.NewStdio(t.TempDir(), point)
@@ -707,7 +707,7 @@ func TestGarbageThenSilenceSettlesAsMistake(t *testing.T) {
 			if tt.name == "shell" && runtime.GOOS == "windows" {
 				t.Skip("no sh on Windows; the fault server case is the same")
 			}
-			m := newTestManager(t, WithPolicy(slowPolicy), WithDialTimeout(10*time.Minute),
+			m := newTestManager(t, WithPolicy(slowPolicy), WithTimeouts(Timeouts{Dial: 10 * time.Minute}),
 				WithStdioOptions(stdio.WithCloseGrace(100*time.Millisecond), stdio.WithTermTimeout(time.Second)))
 			rec := record(m)
 			mustAdd(t, m, "s", tt.spec)
@@ -753,7 +753,7 @@ func TestHTMLEndpointSettlesAsMistake(t *testing.T) {
 		t.Run(kind.String(), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(htmlPage))
 			defer srv.Close()
-			m := newTestManager(t, WithPolicy(slowPolicy), WithDialTimeout(10*time.Minute))
+			m := newTestManager(t, WithPolicy(slowPolicy), WithTimeouts(Timeouts{Dial: 10 * time.Minute}))
 			rec := record(m)
 			mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL + "/", Kind: kind}})
 			cause := waitMistake(t, m, rec, `200 OK (text/html: "Welcome to Acme")`, "is this the MCP endpoint?")

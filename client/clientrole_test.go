@@ -498,7 +498,7 @@ func TestClientRoleDetachedRequestRefused(t *testing.T) {
 			spec, _ := tt.start(t)
 			gate := make(chan struct{})
 			h := &host{}
-			m := newTestManager(t, WithSamplingHandler(h.sample), WithCloseTimeout(20*time.Second))
+			m := newTestManager(t, WithSamplingHandler(h.sample), WithTimeouts(Timeouts{Close: 20 * time.Second}))
 			inner := spec.dialer(&m.opts, false, m.opts.limits, nil, nil)
 			spec = ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {
 				c, err := inner(ctx)

@@ -100,8 +100,7 @@ func BenchmarkCloseIgnoringEOF(b *testing.B) {
 		var closing time.Duration
 		for b.Loop() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			m := client.New(client.WithMaxConcurrentDials(dials), client.WithIdleProbe(-1),
-				client.WithReadyTimeout(10*time.Minute), client.WithDialTimeout(10*time.Minute))
+			m := client.New(client.WithMaxConcurrentDials(dials), client.WithTimeouts(client.Timeouts{IdleProbe: -1, Ready: 10 * time.Minute, Dial: 10 * time.Minute}))
 			for i := range n {
 				if err := m.Add(ctx, fmt.Sprint(i), client.ServerSpec{Stdio: &spec}); err != nil {
 					b.Fatal(err)

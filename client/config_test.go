@@ -192,7 +192,7 @@ func TestConfigNeverShowsSecrets(t *testing.T) {
 	out = append(out, fmt.Sprintf("%v %+v", cfg, *cfg), logs.String())
 
 	// A manager that fails to reach them must not leak them either.
-	m := newTestManager(t, WithLogger(logger), WithReadyTimeout(50*time.Millisecond),
+	m := newTestManager(t, WithLogger(logger), WithTimeouts(Timeouts{Ready: 50 * time.Millisecond}),
 		WithPolicy(lifecycle.Policy{MaxAttempts: 1, InitialInterval: time.Millisecond, ProbeInterval: -1}))
 	rec := record(m)
 	if _, err := m.Apply(testCtx(t), cfg); err != nil {

@@ -63,7 +63,7 @@
 // with a task, and the Manager polls it from one goroutine, whatever
 // runtime the server has, until Task.Wait can return the result. Task
 // handles are kept in a TaskStore (a directory of files by default, see
-// WithTaskStore), so a host that restarts finds them in Tasks and collects
+// TaskOptions.Store), so a host that restarts finds them in Tasks and collects
 // them. Both protocol generations of tasks are spoken: the 2025-11-25 form
 // and the 2026-07-28 tasks extension (SEP-2663).
 //
@@ -79,7 +79,7 @@
 // # Seeing what happens
 //
 // WithLogger gets one line per state change and failed attempt (a
-// flapping server is summarised); Subscribe and Watch deliver ordered
+// flapping server is summarised); Events and Watch deliver ordered
 // events; Status, Statuses and Stats are plain snapshots; WithObserver
 // (and the otel module) hand every request to OpenTelemetry.
 //

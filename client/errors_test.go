@@ -20,7 +20,7 @@ import (
 func TestOneErrorShape(t *testing.T) {
 	ctx := testCtx(t)
 	ts := newTestServer()
-	m := newTestManager(t, WithReadyTimeout(50*time.Millisecond),
+	m := newTestManager(t, WithTimeouts(Timeouts{Ready: 50 * time.Millisecond}),
 		WithPolicy(lifecycle.Policy{MaxAttempts: 1, InitialInterval: time.Millisecond, ProbeInterval: -1}))
 	mustAdd(t, m, "up", ServerSpec{Dialer: ts.dialer()})
 	mustAdd(t, m, "off", ServerSpec{Dialer: ts.dialer(), Disabled: true})

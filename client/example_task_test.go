@@ -30,7 +30,7 @@ func ExampleManager_StartTask() {
 	dir, _ := os.MkdirTemp("", "tasks")
 	defer os.RemoveAll(dir)
 
-	m := client.New(client.WithTaskStore(store.NewFileTaskStore(dir)))
+	m := client.New(client.WithTasks(client.TaskOptions{Store: store.NewFileTaskStore(dir)}))
 	defer m.Close()
 	_ = m.Add(ctx, "builds", client.ServerSpec{Dialer: builds.Dial})
 	if err := m.WaitFor(ctx, "builds", lifecycle.Connected); err != nil {
@@ -72,7 +72,7 @@ func ExampleWithTaskStarted() {
 	builds := taskserver.New()
 	defer builds.Close()
 
-	m := client.New(client.WithTaskStore(store.NewMemoryTaskStore()))
+	m := client.New(client.WithTasks(client.TaskOptions{Store: store.NewMemoryTaskStore()}))
 	defer m.Close()
 	_ = m.Add(ctx, "builds", client.ServerSpec{Dialer: builds.Dial})
 	if err := m.WaitFor(ctx, "builds", lifecycle.Connected); err != nil {

@@ -50,12 +50,12 @@ func ExampleInProcess() {
 // Events come in order, one goroutine delivering them; a subscriber that
 // falls behind loses events (Event.Dropped says how many) instead of
 // stalling the Manager.
-func ExampleManager_Subscribe() {
+func ExampleManager_Events() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m := client.New()
 	defer m.Close()
-	events, unsubscribe := m.Subscribe(64)
+	events, unsubscribe := m.Events(64)
 	defer unsubscribe()
 	if err := m.Add(ctx, "greeter", client.ServerSpec{Dialer: client.InProcess(greeter())}); err != nil {
 		panic(err)
@@ -126,7 +126,7 @@ func ExampleWithProgress() {
 // when the next attempt is due, and the last failure.
 func ExampleUnavailableError() {
 	m := client.New(
-		client.WithReadyTimeout(50*time.Millisecond),
+		client.WithTimeouts(client.Timeouts{Ready: 50 * time.Millisecond}),
 		client.WithPolicy(lifecycle.Policy{InitialInterval: time.Hour, MaxInterval: time.Hour}),
 	)
 	defer m.Close()
@@ -201,7 +201,7 @@ func ExampleLimits_notificationRate() {
 	})
 	m := client.New(client.WithLimits(client.Limits{NotificationRate: 5}))
 	defer m.Close()
-	events, unsubscribe := m.Subscribe(256)
+	events, unsubscribe := m.Events(256)
 	defer unsubscribe()
 	if err := m.Add(ctx, "chatty", client.ServerSpec{Dialer: client.InProcess(srv)}); err != nil {
 		panic(err)

@@ -124,7 +124,7 @@ func TestFleetShape(t *testing.T) {
 	// (15 s), a loaded machine that took longer than that to connect the
 	// fleet counted tens of them, and the bound failed on a fleet that had
 	// only its one watcher per server. The probe is tested on its own.
-	m := New(WithPolicy(fastPolicy), WithCloseTimeout(testCloseTimeout), WithIdleProbe(time.Hour))
+	m := New(WithPolicy(fastPolicy), WithTimeouts(Timeouts{Close: testCloseTimeout, IdleProbe: time.Hour}))
 	closed := false
 	defer func() {
 		if !closed {

@@ -261,8 +261,7 @@ var fastPolicy = lifecycle.Policy{
 
 func newTestManager(t *testing.T, opts ...Option) *Manager {
 	t.Helper()
-	m := New(append([]Option{WithPolicy(fastPolicy), WithReadyTimeout(2 * time.Second),
-		WithDrainTimeout(time.Second), WithCloseTimeout(time.Second)}, opts...)...)
+	m := New(append([]Option{WithPolicy(fastPolicy), WithTimeouts(Timeouts{Ready: 2 * time.Second, Drain: time.Second, Close: time.Second})}, opts...)...)
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
 			t.Logf("close: %v", err)
@@ -308,7 +307,7 @@ type recorder struct {
 }
 
 func record(m *Manager) *recorder {
-	ch, _ := m.Subscribe(1 << 16)
+	ch, _ := m.Events(1 << 16)
 	r := &recorder{more: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(r.done)

@@ -58,7 +58,7 @@ func benchRestart(b *testing.B, policy lifecycle.Policy, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	srv := httpserver.Start(b, httpserver.GoSDKStateful)
-	m := New(WithPolicy(policy), WithReadyTimeout(10*time.Second))
+	m := New(WithPolicy(policy), WithTimeouts(Timeouts{Ready: 10 * time.Second}))
 	defer m.Close()
 	spec := ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL()}}
 	d := &blindDialer{spec: mcphttp.Spec{URL: srv.URL()}, legacy: true}
@@ -75,7 +75,7 @@ func benchRestart(b *testing.B, policy lifecycle.Policy, path string) {
 	if _, err := m.CallTool(ctx, "s", "echo", args); err != nil {
 		b.Fatal(err)
 	}
-	events, unsubscribe := m.Subscribe(1024)
+	events, unsubscribe := m.Events(1024)
 	defer unsubscribe()
 	var (
 		took    []time.Duration

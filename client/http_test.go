@@ -112,7 +112,7 @@ const httpReadyTimeout = 1500 * time.Millisecond
 
 func newHTTPManager(t *testing.T, tt httpTarget) *Manager {
 	t.Helper()
-	return newTestManager(t, WithPolicy(httpPolicy), WithReadyTimeout(httpReadyTimeout),
+	return newTestManager(t, WithPolicy(httpPolicy), WithTimeouts(Timeouts{Ready: httpReadyTimeout}),
 		WithHTTPOptions(tt.opts...))
 }
 

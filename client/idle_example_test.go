@@ -20,7 +20,7 @@ func ExampleServerSpec_idleTimeout() {
 	defer cancel()
 	m := client.New()
 	defer m.Close()
-	events, unsubscribe := m.Subscribe(64)
+	events, unsubscribe := m.Events(64)
 	defer unsubscribe()
 	spec := client.ServerSpec{Dialer: client.InProcess(greeter()), IdleTimeout: 50 * time.Millisecond}
 	if err := m.Add(ctx, "greeter", spec); err != nil {

@@ -51,7 +51,7 @@ func (c *idleConns) resent() bool {
 // reports as ErrOutcomeUnknown. The caller must see no error.
 func TestHTTPRestartIdleConnNoError(t *testing.T) {
 	srv := httpserver.StartQuiet(t, httpserver.QuietOptions{})
-	m := newTestManager(t, WithPolicy(httpPolicy), WithReadyTimeout(httpReadyTimeout))
+	m := newTestManager(t, WithPolicy(httpPolicy), WithTimeouts(Timeouts{Ready: httpReadyTimeout}))
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL()}})
 	mustWait(t, m, "s", lifecycle.Connected)

@@ -29,7 +29,7 @@ const testIdle = time.Minute
 func idleManager(t *testing.T, opts ...Option) (*Manager, *fakeclock.Clock, <-chan idleVerdict) {
 	t.Helper()
 	clock := fakeclock.New(time.Unix(1000, 0))
-	m := newTestManager(t, append([]Option{WithClock(clock), WithIdleProbe(-1)}, opts...)...)
+	m := newTestManager(t, append([]Option{WithClock(clock), WithTimeouts(Timeouts{IdleProbe: -1})}, opts...)...)
 	verdicts := make(chan idleVerdict, 64)
 	m.onIdle = func(_ *slot, v idleVerdict) { verdicts <- v }
 	return m, clock, verdicts
@@ -396,7 +396,7 @@ func (c timerClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
 // TestIdleTimerOnlyClock: idle shutdown works on a clock with no AfterFunc.
 func TestIdleTimerOnlyClock(t *testing.T) {
 	clock := fakeclock.New(time.Unix(1000, 0))
-	m := newTestManager(t, WithClock(timerClock{clock}), WithIdleProbe(-1))
+	m := newTestManager(t, WithClock(timerClock{clock}), WithTimeouts(Timeouts{IdleProbe: -1}))
 	verdicts := make(chan idleVerdict, 64)
 	m.onIdle = func(_ *slot, v idleVerdict) { verdicts <- v }
 	rec := record(m)

@@ -100,7 +100,7 @@ func (c hangConn) Close(ctx context.Context) error {
 // took.
 func TestCloseOneDeadlineForAllRuntimes(t *testing.T) {
 	const closeTimeout = 300 * time.Millisecond
-	m := New(WithCloseTimeout(closeTimeout), WithIdleProbe(-1))
+	m := New(WithTimeouts(Timeouts{Close: closeTimeout, IdleProbe: -1}))
 	ts := newTestServer()
 	const n = 257
 	deadlines := make(chan time.Time, n)

@@ -79,7 +79,7 @@ type Manager struct {
 
 // New returns a Manager with no servers. With WithStateFile it first ends
 // what a crashed predecessor left running, which can take a few seconds.
-// It loads the open task handles of its TaskStore (see WithTaskStore),
+// It loads the open task handles of its TaskStore (see TaskOptions.Store),
 // which it polls once their servers are added.
 func New(opts ...Option) *Manager {
 	o := defaultOptions()
@@ -225,13 +225,13 @@ func (m *Manager) Reconnect(ctx context.Context, name string) error {
 // locks and never touches the network.
 func (m *Manager) View() *snapshot.View { return (*snapshot.View)(m.pub.View()) }
 
-// Subscribe returns a channel of events, in order, and a function that ends
+// Events returns a channel of events, in order, and a function that ends
 // the subscription and closes the channel. The manager never waits for a
 // subscriber: when the channel's buffer (DefaultEventBuffer if buffer <= 0)
 // is full, events are dropped for that subscriber alone, and the next event
 // it receives says how many in Dropped. The channel is closed by the cancel
 // function or by Close.
-func (m *Manager) Subscribe(buffer int) (<-chan Event, func()) {
+func (m *Manager) Events(buffer int) (<-chan Event, func()) {
 	return m.bus.subscribe(buffer)
 }
 
@@ -240,8 +240,8 @@ func (m *Manager) Subscribe(buffer int) (<-chan Event, func()) {
 // subscription that delivers only the events after it, in order. Applying
 // those events to the statuses gives the statuses of any later moment:
 // nothing is missed and nothing comes twice, unlike Statuses followed by
-// Subscribe, which may deliver events that happened before the list.
-// buffer, dropping and cancel are as for Subscribe.
+// Events, which may deliver events that happened before the list.
+// buffer, dropping and cancel are as for Events.
 //
 // It briefly holds every server's lock, so that no event can happen while
 // the list is taken.

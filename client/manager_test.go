@@ -49,7 +49,7 @@ func TestCallDuringReconnectingGivesUnavailableAfterReadyTimeout(t *testing.T) {
 	ts := newTestServer()
 	m := newTestManager(t,
 		WithPolicy(lifecycle.Policy{InitialInterval: time.Hour, MaxAttempts: -1, Jitter: -1}),
-		WithReadyTimeout(50*time.Millisecond))
+		WithTimeouts(Timeouts{Ready: 50 * time.Millisecond}))
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)
 	ts.SetDialError(errDown)
@@ -76,7 +76,7 @@ func TestCallDuringReconnectingGivesUnavailableAfterReadyTimeout(t *testing.T) {
 	// caller's own error: the context's, and no sentinel (issue 17). No
 	// in-flight limit, so that a context that ends before the call gets to
 	// wait for the server (a loaded machine) still ends in that wait.
-	m2 := newTestManager(t, WithPolicy(lifecycle.Policy{InitialInterval: time.Hour, MaxAttempts: -1}), WithReadyTimeout(time.Hour))
+	m2 := newTestManager(t, WithPolicy(lifecycle.Policy{InitialInterval: time.Hour, MaxAttempts: -1}), WithTimeouts(Timeouts{Ready: time.Hour}))
 	ts2 := newTestServer()
 	ts2.SetDialError(errDown)
 	mustAdd(t, m2, "s", ServerSpec{Dialer: ts2.dialer(), MaxInFlight: -1})
@@ -182,7 +182,7 @@ func TestCloseErrorsDoNotCountAgainstBudget(t *testing.T) {
 
 func TestDisableDrainsInFlightAndNothingReachesOldRuntime(t *testing.T) {
 	ts := newTestServer()
-	m := newTestManager(t, WithDrainTimeout(10*time.Second))
+	m := newTestManager(t, WithTimeouts(Timeouts{Drain: 10 * time.Second}))
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)
@@ -233,7 +233,7 @@ func TestDisableDrainsInFlightAndNothingReachesOldRuntime(t *testing.T) {
 
 func TestDisableForcesCloseAfterDrainTimeout(t *testing.T) {
 	ts := newTestServer()
-	m := newTestManager(t, WithDrainTimeout(20*time.Millisecond))
+	m := newTestManager(t, WithTimeouts(Timeouts{Drain: 20 * time.Millisecond}))
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)
 	inflight := callBlocked(t, m, ts)
@@ -325,7 +325,7 @@ func TestTimeoutsTripHealthOnlyForTheirGeneration(t *testing.T) {
 func TestSlowSubscriberNeverBlocksTheManager(t *testing.T) {
 	ts := newTestServer()
 	m := newTestManager(t)
-	stuck, cancel := m.Subscribe(1) // never read until the end
+	stuck, cancel := m.Events(1) // never read until the end
 	defer cancel()
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	for i := range 20 {
@@ -574,7 +574,7 @@ func TestToolNameCollisionQuarantinesTheNewcomer(t *testing.T) {
 // everything-sse case hung on this under load).
 func TestConnDeathDuringRefreshIsNoticed(t *testing.T) {
 	ts := newTestServer()
-	m := newTestManager(t, WithDialTimeout(time.Hour)) // the refresh's own bound
+	m := newTestManager(t, WithTimeouts(Timeouts{Dial: time.Hour})) // the refresh's own bound
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)

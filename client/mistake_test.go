@@ -179,7 +179,7 @@ func TestOutageAfterWorkingIsNoMistake(t *testing.T) {
 // not JSON-RPC and then never answers gets an error that says what was
 // waited for and quotes the line, instead of a bare deadline.
 func TestBannerThenSilenceIsExplained(t *testing.T) {
-	m := newTestManager(t, WithPolicy(slowPolicy), WithDialTimeout(2*time.Second))
+	m := newTestManager(t, WithPolicy(slowPolicy), WithTimeouts(Timeouts{Dial: 2 * time.Second}))
 	rec := record(m)
 	mustAdd(t, m, "s", faultSpec(faultserver.ModeBannerHang))
 	// The first dial whose process started in time (a loaded machine may

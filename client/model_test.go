@@ -75,9 +75,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	md.m = New(
 		WithPolicy(lifecycle.Policy{InitialInterval: time.Millisecond, MaxInterval: 2 * time.Millisecond,
 			MaxAttempts: 2, ProbeInterval: -1, StableAfter: time.Hour}),
-		WithReadyTimeout(200*time.Millisecond),
-		WithDrainTimeout(5*time.Second),
-		WithCloseTimeout(time.Second),
+		WithTimeouts(Timeouts{Ready: 200 * time.Millisecond, Drain: 5 * time.Second, Close: time.Second}),
 		WithTimeoutThreshold(1),
 	)
 	md.m.onTransition = md.hook

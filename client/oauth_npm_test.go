@@ -38,7 +38,7 @@ func TestOAuthTypeScriptServerRestart(t *testing.T) {
 			// the node process (a second or two) is an outage to ride out.
 			m := newTestManager(t, append([]Option{WithPolicy(lifecycle.Policy{InitialInterval: 50 * time.Millisecond,
 				MaxInterval: 500 * time.Millisecond, MaxAttempts: -1})}, tc.opts...)...)
-			events, stop := m.Subscribe(256)
+			events, stop := m.Events(256)
 			defer stop()
 			mustAdd(t, m, "ts", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL()}, OAuth: &oauth.Config{}})
 			authorizeNow(t, m, "ts")
@@ -103,7 +103,7 @@ func TestOAuthServerRefusesEveryToken(t *testing.T) {
 			srv := oauthtest.Start(t, oauthtest.Options{ServerErrorForBadTokens: serverError})
 			m := newTestManager(t, WithPolicy(lifecycle.Policy{InitialInterval: 50 * time.Millisecond,
 				MaxInterval: 500 * time.Millisecond, MaxAttempts: -1}))
-			events, stop := m.Subscribe(256)
+			events, stop := m.Events(256)
 			defer stop()
 			mustAdd(t, m, "s", oauthSpec(srv))
 			authorizeNow(t, m, "s")

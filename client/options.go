@@ -75,11 +75,11 @@ type options struct {
 	tokens           oauth.TokenStore // WithTokenStore
 	oauthOptions     []oauth.Option
 	// Shared state (shared.go): WithUser, WithSharedState,
-	// WithCatalogIdentity; leaseTTL is oauth.DefaultLeaseTTL when 0.
+	// WithCatalogIdentity (a refresh's lease TTL is an OAuth option:
+	// oauth.WithLeaseTTL through WithOAuthOptions).
 	user            string
 	shared          store.Shared
 	catalogIdentity func(server string) string
-	leaseTTL        time.Duration
 	stateFile       string // WithStateFile; "" is off
 	// The client role (handlers.go): what the host answers servers with.
 	sampling     SamplingHandler
@@ -98,7 +98,7 @@ type options struct {
 
 	// MCP tasks (task.go, taskpoll.go).
 	taskStore           store.TaskStore // nil: the default file store
-	sharedTasks         bool            // WithSharedTasks: the shared state's, under taskScope
+	sharedTasks         bool            // TaskOptions.SharedScope: the shared state's, under taskScope
 	taskScope           string
 	taskPollInterval    time.Duration
 	taskPollConcurrency int
@@ -149,44 +149,46 @@ func WithClock(c lifecycle.Clock) Option {
 	}
 }
 
-// WithReadyTimeout sets how long a call waits for a server that is not
-// Connected yet. Defaults to DefaultReadyTimeout.
-func WithReadyTimeout(d time.Duration) Option {
-	return func(o *options) { setPositive(&o.readyTimeout, d) }
+// Timeouts are the Manager's bounds on its waits. A zero field keeps its
+// default (or the value an earlier WithTimeouts set).
+type Timeouts struct {
+	// Ready is how long a call waits for a server that is not Connected
+	// yet. Defaults to DefaultReadyTimeout.
+	Ready time.Duration
+	// Dial bounds one connection attempt: spawn or connect, handshake and
+	// catalog fetch. Defaults to DefaultDialTimeout.
+	Dial time.Duration
+	// Drain is how long Disable and Remove let in-flight calls finish.
+	// Defaults to DefaultDrainTimeout.
+	Drain time.Duration
+	// Close bounds the close of one runtime. Defaults to
+	// DefaultCloseTimeout.
+	Close time.Duration
+	// IdleProbe is how long a connected server may stay quiet (no call
+	// answered, none in flight) before the Manager sends it a request of
+	// its own. A server that fails it is treated as lost, one that does
+	// not answer in time counts a timeout: so a server that died or hung
+	// with no call in flight is Reconnecting before the host's next call,
+	// even over HTTP with no notification stream to lose. The probe may
+	// take as long as the quiet period (at least a second), or the
+	// server's call Timeout if it has one. It is a ping on the older
+	// protocol, and the first page of a list the server declares on
+	// 2026-07-28 (where mcp-go's Ping sends nothing). Negative turns it
+	// off. Defaults to DefaultIdleProbe.
+	IdleProbe time.Duration
 }
 
-// WithDialTimeout bounds one connection attempt. Defaults to DefaultDialTimeout.
-func WithDialTimeout(d time.Duration) Option {
-	return func(o *options) { setPositive(&o.dialTimeout, d) }
-}
-
-// WithDrainTimeout sets how long Disable and Remove let in-flight calls
-// finish. Defaults to DefaultDrainTimeout.
-func WithDrainTimeout(d time.Duration) Option {
-	return func(o *options) { setPositive(&o.drainTimeout, d) }
-}
-
-// WithIdleProbe sets how long a connected server may stay quiet (no call
-// answered, none in flight) before the Manager sends it a request of its
-// own. A server that fails it is treated as lost, one that does not answer
-// in time counts a timeout: so a server that died or hung with no call in
-// flight is Reconnecting before the host's next call, even over HTTP with no
-// notification stream to lose. The probe may take as long as the quiet
-// period (at least a second), or the server's call Timeout if it has one. The probe is a ping on the older protocol,
-// and the first page of a list the server declares on 2026-07-28 (where
-// mcp-go's Ping sends nothing). A negative d turns it off. Defaults to
-// DefaultIdleProbe; 0 keeps the default.
-func WithIdleProbe(d time.Duration) Option {
+// WithTimeouts sets the Manager's timeouts; see Timeouts.
+func WithTimeouts(t Timeouts) Option {
 	return func(o *options) {
-		if d != 0 {
-			o.idleProbe = d
+		setPositive(&o.readyTimeout, t.Ready)
+		setPositive(&o.dialTimeout, t.Dial)
+		setPositive(&o.drainTimeout, t.Drain)
+		setPositive(&o.closeTimeout, t.Close)
+		if t.IdleProbe != 0 {
+			o.idleProbe = t.IdleProbe
 		}
 	}
-}
-
-// WithCloseTimeout bounds the close of one runtime. Defaults to DefaultCloseTimeout.
-func WithCloseTimeout(d time.Duration) Option {
-	return func(o *options) { setPositive(&o.closeTimeout, d) }
 }
 
 // WithMaxConcurrentDials limits concurrent dials across all servers.
@@ -252,32 +254,46 @@ func WithOAuthOptions(opts ...oauth.Option) Option {
 	return func(o *options) { o.oauthOptions = append(o.oauthOptions, opts...) }
 }
 
-// WithTaskStore sets where the Manager keeps its open task handles
-// (StartTask), so that they outlive it: a new Manager on the same store
-// lists them (Tasks) and collects their outcomes once their servers are
-// added. A store holds one Manager's tasks at a time. Defaults to a
-// store.FileTaskStore in the user's cache directory
-// (os.UserCacheDir()/mcpfleet/tasks/<the client name of WithClientInfo>),
-// created at the first task; store.NewMemoryTaskStore() keeps them in
-// memory only. The last of WithTaskStore and WithSharedTasks wins.
-func WithTaskStore(s store.TaskStore) Option {
+// TaskOptions say where the Manager keeps the tasks it starts (StartTask)
+// and how it polls them. A zero field keeps its default (or the value an
+// earlier WithTasks set).
+type TaskOptions struct {
+	// Store keeps the open task handles so that they outlive the
+	// Manager: a new Manager on the same store lists them (Tasks) and
+	// collects their outcomes once their servers are added. A store holds
+	// one Manager's tasks at a time. Defaults to a store.FileTaskStore in
+	// the user's cache directory (os.UserCacheDir()/mcpfleet/tasks/<the
+	// client name of WithClientInfo>), created at the first task;
+	// store.NewMemoryTaskStore() keeps them in memory only.
+	Store store.TaskStore
+	// SharedScope keeps them in the shared state (WithSharedState) under
+	// this scope instead of Store: they outlive the Manager and its
+	// process, and a Manager made later with the same scope, on any
+	// replica, collects them. A scope holds one Manager's tasks at a time
+	// (see store.TaskStores): fleet.Pool gives each user's fleet its
+	// user's; a host whose replicas serve one user at once gives each
+	// replica a scope of its own. Without WithSharedState it does nothing.
+	SharedScope string
+	// PollInterval is how often a task is polled when its server does not
+	// say (a server's pollInterval wins, within MinTaskPollInterval and
+	// MaxTaskPollInterval). Defaults to DefaultTaskPollInterval.
+	PollInterval time.Duration
+	// PollConcurrency is how many polls of one server's tasks run at once;
+	// the others wait their turn. Defaults to DefaultTaskPollConcurrency.
+	PollConcurrency int
+}
+
+// WithTasks sets where the Manager keeps its tasks and how it polls them;
+// see TaskOptions.
+func WithTasks(t TaskOptions) Option {
 	return func(o *options) {
-		if s != nil {
-			o.taskStore, o.sharedTasks = s, false
+		if t.Store != nil {
+			o.taskStore = t.Store
 		}
+		if t.SharedScope != "" {
+			o.sharedTasks, o.taskScope = true, t.SharedScope
+		}
+		setPositive(&o.taskPollInterval, t.PollInterval)
+		setPositive(&o.taskPollConcurrency, t.PollConcurrency)
 	}
-}
-
-// WithTaskPollInterval sets how often a task is polled when its server
-// does not say (a server's pollInterval wins, within MinTaskPollInterval
-// and MaxTaskPollInterval). Defaults to DefaultTaskPollInterval.
-func WithTaskPollInterval(d time.Duration) Option {
-	return func(o *options) { setPositive(&o.taskPollInterval, d) }
-}
-
-// WithTaskPollConcurrency sets how many polls of one server's tasks run
-// at once; the others wait their turn. Defaults to
-// DefaultTaskPollConcurrency.
-func WithTaskPollConcurrency(n int) Option {
-	return func(o *options) { setPositive(&o.taskPollConcurrency, n) }
 }

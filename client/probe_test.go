@@ -33,7 +33,7 @@ func TestIdleProbeNoticesServerGoneWithoutCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url, fault := tc.start(t)
-			m := newTestManager(t, WithPolicy(httpPolicy), WithIdleProbe(period))
+			m := newTestManager(t, WithPolicy(httpPolicy), WithTimeouts(Timeouts{IdleProbe: period}))
 			rec := record(m)
 			mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: url}})
 			mustWait(t, m, "s", lifecycle.Connected)
@@ -54,7 +54,7 @@ func TestIdleProbeNoticesServerGoneWithoutCall(t *testing.T) {
 // A live, idle server is probed and left alone: its generation stays.
 func TestIdleProbeLeavesLiveServerAlone(t *testing.T) {
 	q := httpserver.StartQuiet(t, httpserver.QuietOptions{})
-	m := newTestManager(t, WithPolicy(httpPolicy), WithIdleProbe(5*time.Millisecond))
+	m := newTestManager(t, WithPolicy(httpPolicy), WithTimeouts(Timeouts{IdleProbe: 5 * time.Millisecond}))
 	probes := make(chan error, 100)
 	m.onProbe = func(_ *slot, err error) {
 		select {

@@ -42,7 +42,7 @@ func TestServerThatKeepsComingBackNeverFailsFakeClock(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			clock := fakeclock.New(time.Unix(1000, 0))
 			ts := newTestServer()
-			m := newTestManager(t, WithClock(clock), WithPolicy(lifecycle.Policy{}), WithIdleProbe(-1))
+			m := newTestManager(t, WithClock(clock), WithPolicy(lifecycle.Policy{}), WithTimeouts(Timeouts{IdleProbe: -1}))
 			rec := record(m)
 			mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 			waitGen(t, rec, 1)
@@ -67,7 +67,7 @@ func TestServerThatKeepsComingBackNeverFailsFakeClock(t *testing.T) {
 func TestCrashLoopEndsPermanentlyFailedFakeClock(t *testing.T) {
 	clock := fakeclock.New(time.Unix(1000, 0))
 	ts := newTestServer()
-	m := newTestManager(t, WithClock(clock), WithPolicy(lifecycle.Policy{ProbeInterval: -1}), WithIdleProbe(-1))
+	m := newTestManager(t, WithClock(clock), WithPolicy(lifecycle.Policy{ProbeInterval: -1}), WithTimeouts(Timeouts{IdleProbe: -1}))
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	start := clock.Now()
@@ -206,7 +206,7 @@ func TestForeignContextErrorsAreNotTheCallers(t *testing.T) {
 // breaking every dial, and no String panics.
 func TestOptionZeroKeepsDefaultAndStringsDoNotPanic(t *testing.T) {
 	ts := newTestServer()
-	m := New(WithDialTimeout(0), WithReadyTimeout(-1), WithCloseTimeout(0), WithDrainTimeout(0),
+	m := New(WithTimeouts(Timeouts{Dial: 0, Ready: -1, Close: 0, Drain: 0}),
 		WithMaxConcurrentDials(0), WithTimeoutThreshold(0), WithMaxInFlight(0))
 	defer m.Close()
 	if m.opts.dialTimeout != DefaultDialTimeout || m.opts.readyTimeout != DefaultReadyTimeout ||
@@ -217,7 +217,7 @@ func TestOptionZeroKeepsDefaultAndStringsDoNotPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := m.WaitFor(testCtx(t), "s", lifecycle.Connected); err != nil {
-		t.Fatalf("WithDialTimeout(0) broke the dial: %v", err)
+		t.Fatalf("WithTimeouts(Timeouts{Dial: 0}) broke the dial: %v", err)
 	}
 	for _, k := range []EventKind{-1, 1 << 20} {
 		if got := k.String(); got != "unknown" {

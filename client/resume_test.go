@@ -39,7 +39,7 @@ func TestResumeTypeScriptCutStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := faultinject.StartProxy(t, u.Host)
-	m := newTestManager(t, WithDrainTimeout(DefaultDrainTimeout))
+	m := newTestManager(t, WithTimeouts(Timeouts{Drain: DefaultDrainTimeout}))
 	rec := record(m)
 	mustAdd(t, m, "ts", ServerSpec{HTTP: &mcphttp.Spec{URL: "http://" + proxy.Addr() + "/mcp"}})
 	mustWait(t, m, "ts", lifecycle.Connected)

@@ -44,10 +44,10 @@ type ToolSearch struct {
 func (m *Manager) NewToolSearch(opts ...toolsearch.Option) *ToolSearch {
 	ts := &ToolSearch{m: m, index: toolsearch.New(opts...), done: make(chan struct{}),
 		updated: make(chan struct{}), embed: make(chan struct{}, 1)}
-	events, unsubscribe := m.Subscribe(0)
+	events, unsubscribe := m.Events(0)
 	ctx, stop := context.WithCancel(context.Background())
 	ts.cancel = func() { unsubscribe(); stop() }
-	// Subscribe first, then index the View: a change in between is both
+	// Events first, then index the View: a change in between is both
 	// in the View and in an event, and applying it twice is harmless.
 	ts.index.Sync(m.View())
 	var wg sync.WaitGroup

@@ -164,7 +164,7 @@ func TestSessionTaskThroughCuts(t *testing.T) {
 func TestSessionCallThroughCuts(t *testing.T) {
 	t.Parallel()
 	ts := startTSSessionServer(t)
-	m := newTestManager(t, WithDrainTimeout(DefaultDrainTimeout))
+	m := newTestManager(t, WithTimeouts(Timeouts{Drain: DefaultDrainTimeout}))
 	rec := record(m)
 	mustAdd(t, m, "ts", ts.spec())
 	mustWait(t, m, "ts", lifecycle.Connected)

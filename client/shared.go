@@ -44,20 +44,8 @@ func WithUser(id string) Option { return func(o *options) { o.user = id } }
 //
 // When the store cannot be reached the Manager goes on with what its
 // process holds (see store.Shared). Task handles go there with
-// WithSharedTasks.
+// TaskOptions.SharedScope.
 func WithSharedState(s store.Shared) Option { return func(o *options) { o.shared = s } }
-
-// WithSharedTasks keeps the Manager's open task handles (StartTask) in
-// the shared state (WithSharedState) under scope, instead of WithTaskStore's
-// store: they outlive the Manager and its process, and a Manager made
-// later with the same scope, on any replica, collects them. A scope holds
-// one Manager's tasks at a time (see store.TaskStores): fleet.Pool gives
-// each user's fleet its user's; a host whose replicas serve one user at
-// once gives each replica a scope of its own. Without WithSharedState it
-// does nothing. The last of WithTaskStore and WithSharedTasks wins.
-func WithSharedTasks(scope string) Option {
-	return func(o *options) { o.sharedTasks, o.taskScope = true, scope }
-}
 
 // WithCatalogIdentity names what each server is for the catalog cache,
 // instead of a hash of its spec: servers of different Managers with one
@@ -85,7 +73,7 @@ func (m *Manager) oauthOptions(name string) []oauth.Option {
 	opts := []oauth.Option{oauth.WithStore(m.tokens), oauth.WithLogger(m.opts.logger)}
 	if m.opts.shared != nil {
 		lease := "oauth:" + store.TokenKey{User: m.opts.user, Server: name}.String()
-		opts = append(opts, oauth.WithLeases(m.opts.shared, lease, m.opts.leaseTTL))
+		opts = append(opts, oauth.WithLeases(m.opts.shared, lease, 0))
 	}
 	return append(opts, m.opts.oauthOptions...)
 }
@@ -307,8 +295,3 @@ func (m *Manager) catalogKey(name string, spec ServerSpec, configKey string) str
 	}
 	return cacheKey(spec, configKey)
 }
-
-// WithLeaseTTL sets how long a refresh holds its grant's lease in the
-// shared state (see oauth.WithLeases): the replicas waiting behind a
-// holder that died take over after it. Defaults to oauth.DefaultLeaseTTL.
-func WithLeaseTTL(d time.Duration) Option { return func(o *options) { setPositive(&o.leaseTTL, d) } }

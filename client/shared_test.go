@@ -55,10 +55,10 @@ func TestForgetAuthorization(t *testing.T) {
 	}
 }
 
-// WithSharedTasks keeps a Manager's open tasks in the shared state under
+// TaskOptions.SharedScope keeps a Manager's open tasks in the shared state under
 // its scope: a later Manager of the same scope lists them, one of
 // another scope does not, and the option wins over an earlier
-// WithTaskStore.
+// TaskOptions.Store.
 func TestSharedTasks(t *testing.T) {
 	ts := taskserver.New()
 	defer ts.Close()
@@ -67,7 +67,7 @@ func TestSharedTasks(t *testing.T) {
 	spec := ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}}
 	unused := store.NewMemoryTaskStore()
 
-	first := newTaskEnv(t, unused, WithSharedState(shared), WithSharedTasks("alice"))
+	first := newTaskEnv(t, unused, WithSharedState(shared), WithTasks(TaskOptions{SharedScope: "alice"}))
 	first.add("jobs", spec)
 	task, err := first.m.StartTask(first.ctx, "jobs", taskserver.ToolWork, map[string]any{"job": "shared"})
 	if err != nil {
@@ -78,16 +78,16 @@ func TestSharedTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rs, _ := unused.LoadTasks(first.ctx); len(rs) != 0 {
-		t.Errorf("WithTaskStore's store got %d records", len(rs))
+		t.Errorf("TaskOptions.Store got %d records", len(rs))
 	}
 	if rs, err := shared.Tasks("alice").LoadTasks(first.ctx); err != nil || len(rs) != 1 || rs[0].TaskID != task.ID() {
 		t.Fatalf("alice's scope: %+v %v", rs, err)
 	}
-	bob := newTaskEnv(t, nil, WithSharedState(shared), WithSharedTasks("bob"))
+	bob := newTaskEnv(t, nil, WithSharedState(shared), WithTasks(TaskOptions{SharedScope: "bob"}))
 	if n := len(bob.m.Tasks()); n != 0 {
 		t.Errorf("bob's Manager lists %d tasks", n)
 	}
-	second := newTaskEnv(t, nil, WithSharedState(shared), WithSharedTasks("alice"))
+	second := newTaskEnv(t, nil, WithSharedState(shared), WithTasks(TaskOptions{SharedScope: "alice"}))
 	if tasks := second.m.Tasks(); len(tasks) != 1 || tasks[0].ID() != task.ID() {
 		t.Fatalf("alice's next Manager lists %v", tasks)
 	}

@@ -120,7 +120,7 @@ func TestLogStateChanges(t *testing.T) {
 func TestLogFlappingIsBounded(t *testing.T) {
 	logs := newLogCapture()
 	clock := fakeclock.New(time.Unix(1000, 0))
-	m := newTestManager(t, WithLogger(slog.New(logs)), WithClock(clock), WithIdleProbe(-1),
+	m := newTestManager(t, WithLogger(slog.New(logs)), WithClock(clock), WithTimeouts(Timeouts{IdleProbe: -1}),
 		WithPolicy(lifecycle.Policy{InitialInterval: 10 * time.Millisecond, MaxInterval: 10 * time.Millisecond,
 			MaxAttempts: -1, Jitter: -1, FastInterval: -1}))
 	refused := errors.New("connection refused")

@@ -49,9 +49,8 @@ func TestStdioOutOfFiles(t *testing.T) {
 	}
 	const first = time.Minute // the first retry's wait; each doubles it
 	clock := fakeclock.New(time.Unix(1000, 0))
-	m := newTestManager(t, WithClock(clock), WithIdleProbe(-1), WithReadyTimeout(time.Second),
-		WithCloseTimeout(time.Minute), WithPolicy(lifecycle.Policy{
-			InitialInterval: first, MaxInterval: 16 * first, Jitter: -1, MaxAttempts: 5, ProbeInterval: -1}))
+	m := newTestManager(t, WithClock(clock), WithTimeouts(Timeouts{IdleProbe: -1, Ready: time.Second, Close: time.Minute}), WithPolicy(lifecycle.Policy{
+		InitialInterval: first, MaxInterval: 16 * first, Jitter: -1, MaxAttempts: 5, ProbeInterval: -1}))
 	rec := record(m)
 	var names []string
 	add := func(name string) Event {

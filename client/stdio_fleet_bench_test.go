@@ -98,7 +98,7 @@ func BenchmarkStdioFleet(b *testing.B) {
 		var connect, closing time.Duration
 		for b.Loop() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			m := client.New(client.WithMaxConcurrentDials(limit), client.WithIdleProbe(-1))
+			m := client.New(client.WithMaxConcurrentDials(limit), client.WithTimeouts(client.Timeouts{IdleProbe: -1}))
 			start := time.Now()
 			for i := range n {
 				if err := m.Add(ctx, fmt.Sprint(i), client.ServerSpec{Stdio: &spec}); err != nil {

@@ -37,7 +37,7 @@ func benchStdioRecovery(b *testing.B, same bool) {
 	defer cancel()
 	m := client.New() // the default policy, dial and close timeouts
 	defer m.Close()
-	events, unsubscribe := m.Subscribe(4096)
+	events, unsubscribe := m.Events(4096)
 	defer unsubscribe()
 	// waitFor returns the time of the next state event of server into to.
 	waitFor := func(server string, to lifecycle.State) time.Time {

@@ -120,9 +120,9 @@ func TestStdioScale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), scaleBound)
 	defer cancel()
 
-	m := newTestManager(t, WithMaxConcurrentDials(limit), WithIdleProbe(-1),
+	m := newTestManager(t, WithMaxConcurrentDials(limit), WithTimeouts(Timeouts{IdleProbe: -1}),
 		// Bounds, so that a failure shows as one rather than as a hang.
-		WithReadyTimeout(scaleBound), WithDialTimeout(scaleBound), WithCloseTimeout(scaleBound),
+		WithTimeouts(Timeouts{Ready: scaleBound, Dial: scaleBound, Close: scaleBound}),
 		WithPolicy(lifecycle.Policy{InitialInterval: 10 * time.Millisecond, MaxInterval: time.Second, MaxAttempts: -1, ProbeInterval: -1}))
 	var dc dialCounter
 	dc.wrap(m)

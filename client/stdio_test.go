@@ -147,7 +147,7 @@ func TestStdioFaults(t *testing.T) {
 		name: "hang",
 		spec: faultSpec(faultserver.ModeHang),
 		opts: []Option{
-			WithDialTimeout(300 * time.Millisecond),
+			WithTimeouts(Timeouts{Dial: 300 * time.Millisecond}),
 			WithPolicy(lifecycle.Policy{InitialInterval: time.Millisecond, MaxAttempts: 1, ProbeInterval: -1}),
 			// It ignores stdin EOF: a short grace, then SIGTERM ends it.
 			WithStdioOptions(stdio.WithCloseGrace(20 * time.Millisecond)),
@@ -347,7 +347,7 @@ func TestStdioThirdPartyReconnect(t *testing.T) {
 				spec := tt.spec(t)
 				// Node takes its time to start and to exit, more so with
 				// the other servers starting beside it.
-				m := newTestManager(t, WithReadyTimeout(15*time.Second), WithCloseTimeout(10*time.Second))
+				m := newTestManager(t, WithTimeouts(Timeouts{Ready: 15 * time.Second, Close: 10 * time.Second}))
 				rec := record(m)
 				mustAdd(t, m, tt.name, ServerSpec{Stdio: spec})
 				mustWait(t, m, tt.name, lifecycle.Connected)

@@ -49,7 +49,7 @@ func (s TaskStatus) Terminal() bool {
 // Defaults of task polling.
 const (
 	// DefaultTaskPollInterval is how often a task is polled when its
-	// server does not say (WithTaskPollInterval).
+	// server does not say (TaskOptions.PollInterval).
 	DefaultTaskPollInterval = time.Second
 	// MinTaskPollInterval and MaxTaskPollInterval bound the interval a
 	// server asks for: one that asks for less is polled this often, and a
@@ -58,7 +58,7 @@ const (
 	MinTaskPollInterval = 100 * time.Millisecond
 	MaxTaskPollInterval = time.Minute
 	// DefaultTaskPollConcurrency is how many polls of one server's tasks
-	// run at once (WithTaskPollConcurrency); the others wait their turn.
+	// run at once (TaskOptions.PollConcurrency); the others wait their turn.
 	DefaultTaskPollConcurrency = 4
 )
 
@@ -74,7 +74,7 @@ const taskStoreTimeout = 10 * time.Second
 // task (StartTask). It names the server, the tool and the task's id, and
 // is independent of the server's runtime: polling goes on on whatever
 // runtime the server has, across reconnects, Disable and Enable, and,
-// with the TaskStore (WithTaskStore), across a restart of the host. A
+// with the TaskStore (TaskOptions.Store), across a restart of the host. A
 // Task is safe for concurrent use.
 //
 // The Manager polls every open task from one goroutine, at the interval

@@ -119,12 +119,12 @@ func TestDefaultTaskStoreLocked(t *testing.T) {
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 
-	first := New(info, WithIdleProbe(-1))
+	first := New(info, WithTimeouts(Timeouts{IdleProbe: -1}))
 	fs, ok := first.tasks.store.(*store.FileTaskStore)
 	if !ok {
 		t.Fatalf("first Manager's store is %T, want the file store", first.tasks.store)
 	}
-	second := New(info, WithIdleProbe(-1), WithLogger(logger))
+	second := New(info, WithTimeouts(Timeouts{IdleProbe: -1}), WithLogger(logger))
 	if _, ok := second.tasks.store.(*store.MemoryTaskStore); !ok {
 		t.Fatalf("second Manager's store is %T, want a memory store of its own", second.tasks.store)
 	}
@@ -137,7 +137,7 @@ func TestDefaultTaskStoreLocked(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	third := New(info, WithIdleProbe(-1))
+	third := New(info, WithTimeouts(Timeouts{IdleProbe: -1}))
 	defer third.Close()
 	if got, ok := third.tasks.store.(*store.FileTaskStore); !ok || got.Dir() != fs.Dir() {
 		t.Fatalf("after the first closed, the next Manager's store is %T", third.tasks.store)

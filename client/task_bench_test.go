@@ -32,7 +32,7 @@ func BenchmarkTaskPolling(b *testing.B) {
 	clock := fakeclock.New(time.Unix(1_000_000, 0))
 	var polls atomic.Int64
 	round := make(chan struct{}, 1)
-	m := New(WithClock(clock), WithTaskStore(store.NewMemoryTaskStore()), WithIdleProbe(-1),
+	m := New(WithClock(clock), WithTasks(TaskOptions{Store: store.NewMemoryTaskStore()}), WithTimeouts(Timeouts{IdleProbe: -1}),
 		WithMaxConcurrentDials(servers),
 		func(o *options) {
 			o.taskPolled = func(*Task) {
@@ -177,7 +177,7 @@ func BenchmarkTaskHandles(b *testing.B) {
 	var perTask float64
 	for b.Loop() {
 		h0 := heapInUse()
-		m := New(WithTaskStore(st), WithIdleProbe(-1))
+		m := New(WithTasks(TaskOptions{Store: st}), WithTimeouts(Timeouts{IdleProbe: -1}))
 		if n := len(m.Tasks()); n != total {
 			b.Fatalf("%d tasks", n)
 		}

@@ -63,7 +63,7 @@ func newTaskEnvClock(t *testing.T, st store.TaskStore, clock *fakeclock.Clock, o
 		default:
 		}
 	}
-	e.m = New(append([]Option{WithTaskStore(st), WithIdleProbe(-1),
+	e.m = New(append([]Option{WithTasks(TaskOptions{Store: st}), WithTimeouts(Timeouts{IdleProbe: -1}),
 		func(o *options) { o.taskPolled = polled }}, opts...)...)
 	e.rec = record(e.m)
 	t.Cleanup(func() {
@@ -691,7 +691,7 @@ func TestTaskFailedAndToolError(t *testing.T) {
 	}
 }
 
-// Polls of one server's tasks run at most WithTaskPollConcurrency at a
+// Polls of one server's tasks run at most TaskOptions.PollConcurrency at a
 // time; the rest wait their turn.
 func TestTaskPollConcurrency(t *testing.T) {
 	ts := taskserver.New()
@@ -710,7 +710,7 @@ func TestTaskPollConcurrency(t *testing.T) {
 		}
 		ts.ServeHTTP(w, r)
 	}))
-	e := newTaskEnv(t, nil, WithTaskPollConcurrency(2))
+	e := newTaskEnv(t, nil, WithTasks(TaskOptions{PollConcurrency: 2}))
 	e.add("jobs", ServerSpec{HTTP: &mcphttp.Spec{URL: hs.URL()}})
 	var tasks []*Task
 	for i := range 6 {

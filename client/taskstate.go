@@ -20,7 +20,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/store"
 )
 
-// defaultTaskStore is the store of a Manager made without WithTaskStore:
+// defaultTaskStore is the store of a Manager made without TaskOptions.Store:
 // a FileTaskStore in the user's cache directory, under the host's client
 // name, locked for this Manager (store.FileTaskStore.Lock) until it
 // closes; unlock releases it. Where there is no cache directory, or the
@@ -37,7 +37,7 @@ func defaultTaskStore(m *Manager) (st store.TaskStore, unlock func() error) {
 	fs := store.NewFileTaskStore(filepath.Join(dir, "mcpfleet", "tasks", safeName(m.opts.clientInfo.Name)))
 	unlock, err = fs.Lock()
 	if err != nil {
-		m.opts.logger.Warn("mcpfleet: the default task store is not this Manager's; its open tasks are kept in memory only, and do not outlive it (give each Manager a store of its own with WithTaskStore, or a client name of its own)",
+		m.opts.logger.Warn("mcpfleet: the default task store is not this Manager's; its open tasks are kept in memory only, and do not outlive it (give each Manager a store of its own with WithTasks, or a client name of its own)",
 			"error", err)
 		return store.NewMemoryTaskStore(), nil
 	}

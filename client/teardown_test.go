@@ -55,7 +55,7 @@ func closeMustWaitFor(t *testing.T, stop func(*Manager) error) {
 	ts := newTestServer()
 	gate := make(chan struct{})
 	var closed atomic.Bool
-	m := newTestManager(t, WithDrainTimeout(10*time.Second), WithCloseTimeout(10*time.Second))
+	m := newTestManager(t, WithTimeouts(Timeouts{Drain: 10 * time.Second, Close: 10 * time.Second}))
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: slowCloseDialer(ts.dialer(), gate, &closed)})
 	mustWait(t, m, "s", lifecycle.Connected)
@@ -104,7 +104,7 @@ func TestCloseWaitsForARemoveInProgress(t *testing.T) {
 // published, and stays published when the old one's Remove returns.
 func TestAddDuringRemoveOfTheSameName(t *testing.T) {
 	ts := newTestServer()
-	m := newTestManager(t, WithDrainTimeout(10*time.Second))
+	m := newTestManager(t, WithTimeouts(Timeouts{Drain: 10 * time.Second}))
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
 	mustWait(t, m, "s", lifecycle.Connected)
@@ -201,7 +201,7 @@ func hangingSSE(t *testing.T) (url string, got <-chan struct{}) {
 // The dial timeout bounds the whole attempt, the transport's Start
 // included.
 func TestDialTimeoutBoundsAStartThatHangs(t *testing.T) {
-	m := newTestManager(t, WithDialTimeout(100*time.Millisecond),
+	m := newTestManager(t, WithTimeouts(Timeouts{Dial: 100 * time.Millisecond}),
 		WithPolicy(lifecycle.Policy{MaxAttempts: 1, InitialInterval: time.Millisecond, ProbeInterval: -1}))
 	url, _ := hangingSSE(t) // after the manager: its cleanup releases the server first
 	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: url, Kind: mcphttp.SSE}})
@@ -236,7 +236,7 @@ func TestSecondCloseWaitsForTheFirst(t *testing.T) {
 	ts := newTestServer()
 	gate := make(chan struct{})
 	var closed atomic.Bool
-	m := newTestManager(t, WithCloseTimeout(10*time.Second))
+	m := newTestManager(t, WithTimeouts(Timeouts{Close: 10 * time.Second}))
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: slowCloseDialer(ts.dialer(), gate, &closed)})
 	mustWait(t, m, "s", lifecycle.Connected)
@@ -275,7 +275,7 @@ func TestOwnRequestNotAfterClose(t *testing.T) {
 		// The servers of the others declare nothing to listen for: the
 		// close would wait for the listen stream, not for the request held.
 		// The probe of a 2026-07-28 server is the first page of tools/list.
-		{"probe", mcp.MethodToolsList, []Option{WithIdleProbe(time.Millisecond)}, nil},
+		{"probe", mcp.MethodToolsList, []Option{WithTimeouts(Timeouts{IdleProbe: time.Millisecond})}, nil},
 		// mcp-go's server sends list_changed to in-process sessions that
 		// do not listen.
 		{"refresh", mcp.MethodToolsList, nil, func(ts *testServer) {

@@ -137,7 +137,7 @@ func TestWaitForEndsWithTheCause(t *testing.T) {
 // what the server wrote, from the last failed dial, not only that the
 // context ended.
 func TestWaitForQuotesTheBanner(t *testing.T) {
-	m := newTestManager(t, WithPolicy(slowPolicy), WithDialTimeout(2*time.Second))
+	m := newTestManager(t, WithPolicy(slowPolicy), WithTimeouts(Timeouts{Dial: 2 * time.Second}))
 	rec := record(m)
 	mustAdd(t, m, "s", faultSpec(faultserver.ModeBannerHang))
 	failedOnce(t, rec, "s")

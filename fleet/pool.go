@@ -53,7 +53,7 @@ type Config struct {
 	// cap until one is released. Defaults to DefaultMaxLive.
 	MaxLive int
 	// Options are the options of every user's Manager, after the pool's
-	// own (WithUser, WithSharedState, WithSharedTasks,
+	// own (WithUser, WithSharedState, TaskOptions.SharedScope,
 	// WithCatalogIdentity, and WithLogger with Logger); UserOptions(user)
 	// adds the user's own after them.
 	Options     []client.Option
@@ -76,7 +76,7 @@ type Config struct {
 	// names too, is an error of New.
 	SharedCatalogs []string
 	// TaskScope returns the scope of user's open tasks in Shared (see
-	// client.WithSharedTasks). Defaults to the user's id: a user's fleet
+	// client.TaskOptions.SharedScope). Defaults to the user's id: a user's fleet
 	// is up in one process at a time. A host whose replicas may each hold
 	// one user's fleet at once gives each replica a scope of its own.
 	TaskScope func(user string) string
@@ -376,7 +376,7 @@ func (p *Pool) options(user string) []client.Option {
 	opts := []client.Option{
 		client.WithUser(user),
 		client.WithSharedState(p.shared),
-		client.WithSharedTasks(scope),
+		client.WithTasks(client.TaskOptions{SharedScope: scope}),
 		client.WithCatalogIdentity(func(server string) string {
 			id, ok := p.tmpl.identity[server]
 			if !ok {

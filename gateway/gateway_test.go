@@ -99,7 +99,7 @@ func TestToolsPromptsResources(t *testing.T) {
 func TestErrorsReachTheClient(t *testing.T) {
 	dialer, up := inProcess(upstream.New("a").MCPServer)
 	f := newFleetWith(t, map[string]client.ServerSpec{"a": {Dialer: dialer}},
-		[]client.Option{client.WithReadyTimeout(100 * time.Millisecond)})
+		[]client.Option{client.WithTimeouts(client.Timeouts{Ready: 100 * time.Millisecond})})
 	url := f.serveHTTP(t, gateway.HTTPOptions{})
 	c := dial(t, url, "")
 	ctx := testCtx(t)

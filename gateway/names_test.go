@@ -63,7 +63,7 @@ func TestDropStaleTools(t *testing.T) {
 		f := newFleet(t, map[string]client.ServerSpec{"a": {Dialer: dialer}, "b": {Dialer: client.InProcess(echoServer("b"))}}, opts...)
 		c := dial(t, f.serveHTTP(t, gateway.HTTPOptions{}), "2025-11-25")
 		n := collect(c)
-		evs, stop := f.m.Subscribe(64)
+		evs, stop := f.m.Events(64)
 		up.SetDialError(errors.New("down"))
 		up.Kill(errors.New("killed"))
 		for ev := range evs {

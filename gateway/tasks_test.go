@@ -57,7 +57,7 @@ func TestTasksPassedThrough(t *testing.T) {
 	ts := taskserver.New()
 	t.Cleanup(ts.Close)
 	f := newFleetWith(t, map[string]client.ServerSpec{"jobs": {Dialer: ts.Dial}},
-		[]client.Option{client.WithTaskStore(store.NewMemoryTaskStore())}) // not the user's task file
+		[]client.Option{client.WithTasks(client.TaskOptions{Store: store.NewMemoryTaskStore()})}) // not the user's task file
 	url := f.serveHTTP(t, gateway.HTTPOptions{})
 	resp := postAs(t, url, initializeBody, nil)
 	sid := resp.Header.Get("Mcp-Session-Id")
@@ -130,7 +130,7 @@ func TestTasksExtensionPassedThrough(t *testing.T) {
 	ts := taskserver.New()
 	t.Cleanup(ts.Close)
 	f := newFleetWith(t, map[string]client.ServerSpec{"jobs": {Dialer: ts.Dial}},
-		[]client.Option{client.WithTaskStore(store.NewMemoryTaskStore())})
+		[]client.Option{client.WithTasks(client.TaskOptions{Store: store.NewMemoryTaskStore()})})
 	url := f.serveHTTP(t, gateway.HTTPOptions{})
 	modern := func(method string, params map[string]any) map[string]any {
 		t.Helper()

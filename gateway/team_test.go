@@ -584,7 +584,7 @@ func TestTeamUpstreamDown(t *testing.T) {
 	entry := fmt.Sprintf(`{"command": %q, "args": %s, "env": %s}`, inv.Path, args, env)
 	who := whoServer(t)
 	tmpl := fmt.Sprintf(`{"mcpServers": {"a": %s, "b": %s, "who": {"url": %q}}}`, entry, entry, who.URL+"/mcp")
-	tm := startTeam(t, teamOptions{template: tmpl, fleetOpts: []client.Option{client.WithReadyTimeout(200 * time.Millisecond)}})
+	tm := startTeam(t, teamOptions{template: tmpl, fleetOpts: []client.Option{client.WithTimeouts(client.Timeouts{Ready: 200 * time.Millisecond})}})
 	c := dialAs(t, tm.url, tm.token(t, "alice"), "2025-11-25")
 	n := collect(c)
 	mustCall(t, c, "a__echo", map[string]any{"text": "x"})
@@ -674,7 +674,7 @@ func (urlElicitations) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.Eli
 func TestTeamUpstreamAuthorizationPerPerson(t *testing.T) {
 	up := oauthtest.Start(t, oauthtest.Options{})
 	tmpl := fmt.Sprintf(`{"mcpServers": {"up": {"url": %q, "oauth": {"redirectUri": "{{TEAM}}/oauth/callback"}}}}`, up.URL())
-	tm := startTeam(t, teamOptions{template: tmpl, fleetOpts: []client.Option{client.WithReadyTimeout(time.Second)}})
+	tm := startTeam(t, teamOptions{template: tmpl, fleetOpts: []client.Option{client.WithTimeouts(client.Timeouts{Ready: time.Second})}})
 	ctx := testCtx(t)
 
 	alice := dialAs(t, tm.url, tm.token(t, "alice"), "2025-11-25", mcpclient.WithElicitationHandler(urlElicitations{}),

@@ -332,7 +332,7 @@ func TestDropOptionalNulls(t *testing.T) {
 // A server that cannot connect: the call waits its ready timeout, fails
 // with the client's UnavailableError, and the model is told to retry.
 func TestRunExplainsAnUnavailableServer(t *testing.T) {
-	m := client.New(client.WithReadyTimeout(50 * time.Millisecond))
+	m := client.New(client.WithTimeouts(client.Timeouts{Ready: 50 * time.Millisecond}))
 	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -91,7 +91,7 @@ func TestGatewayMetrics(t *testing.T) {
 	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	team, err := gateway.NewTeam(gateway.TeamConfig{
-		Fleet:          fleet.Config{Template: tmpl, Options: []client.Option{client.WithReadyTimeout(100 * time.Millisecond)}},
+		Fleet:          fleet.Config{Template: tmpl, Options: []client.Option{client.WithTimeouts(client.Timeouts{Ready: 100 * time.Millisecond})}},
 		Authenticators: []gateway.Authenticator{keys},
 		Resource:       url,
 		Policy: &gateway.Policy{Rules: []gateway.PolicyRule{{Name: "eng", Groups: []string{"eng"},
@@ -190,7 +190,7 @@ func TestGatewayMetrics(t *testing.T) {
 
 	// The upstream goes down: the gauge follows.
 	g := team.Gateway("alice")
-	evs, stop := g.Manager().Subscribe(16)
+	evs, stop := g.Manager().Events(16)
 	defer stop()
 	upSrv.CloseClientConnections()
 	upSrv.Close()

@@ -278,8 +278,7 @@ var fastPolicy = lifecycle.Policy{
 func newManager(t *testing.T, tel *telemetry, opts ...client.Option) *client.Manager {
 	t.Helper()
 	m := client.New(append([]client.Option{client.WithObserver(tel.hook), client.WithPolicy(fastPolicy),
-		client.WithReadyTimeout(10 * time.Second), client.WithDrainTimeout(time.Second),
-		client.WithCloseTimeout(time.Second)}, opts...)...)
+		client.WithTimeouts(client.Timeouts{Ready: 10 * time.Second, Drain: time.Second, Close: time.Second})}, opts...)...)
 	t.Cleanup(func() { _ = m.Close() })
 	return m
 }

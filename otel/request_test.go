@@ -206,7 +206,7 @@ func TestWaitForReconnectSpan(t *testing.T) {
 	tel := newTelemetry(t)
 	ts := newTestServer()
 	m := newManager(t, tel)
-	evs, stop := m.Subscribe(64)
+	evs, stop := m.Events(64)
 	defer stop()
 	addConnected(t, m, tel, "weather", client.ServerSpec{Dialer: ts.dialer()})
 

@@ -10,7 +10,7 @@ import (
 )
 
 // A FileTaskStore keeps a Manager's open tasks across host restarts
-// (client.WithTaskStore); here it is used directly.
+// (client.TaskOptions.Store); here it is used directly.
 func ExampleFileTaskStore() {
 	dir, _ := os.MkdirTemp("", "tasks")
 	defer os.RemoveAll(dir)

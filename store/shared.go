@@ -31,7 +31,7 @@ type Shared interface {
 }
 
 // TaskStores keeps the open task handles of many Managers, each under a
-// scope of its own (client.WithSharedTasks): a user's fleet in a pool
+// scope of its own (client.TaskOptions.SharedScope): a user's fleet in a pool
 // (fleet.Pool gives each its user's), or a replica. A TaskStore holds one
 // Manager's tasks at a time (see TaskStore), so two Managers that run at
 // once, such as one user's fleets on two replicas, need two scopes.

@@ -87,7 +87,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	defer func() { web.stop() }()
 
-	m := client.New(client.WithReadyTimeout(5 * time.Second))
+	m := client.New(client.WithTimeouts(client.Timeouts{Ready: 5 * time.Second}))
 	defer m.Close()
 
 	// The timeline merges what the demo did (lines) with what the manager
@@ -96,7 +96,7 @@ func run(ctx context.Context, w io.Writer) error {
 		lines    []line
 		received []client.Event
 	)
-	events, stop := m.Subscribe(0)
+	events, stop := m.Events(0)
 	collected := make(chan struct{})
 	go func() {
 		defer close(collected)

@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	h := &host{m: client.New(opts...), path: *path, load: load, cfg: cfg, out: stdout, auths: map[string]context.CancelFunc{}}
 	defer h.stopAuths()
 	in.write = h.write // from now on the timeline writes too
-	events, _ := h.m.Subscribe(0)
+	events, _ := h.m.Events(0)
 	timelineDone := make(chan struct{})
 	go func() {
 		defer close(timelineDone)

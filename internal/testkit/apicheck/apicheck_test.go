@@ -109,3 +109,50 @@ func TestAPIChangeNoticed(t *testing.T) {
 		t.Errorf("removed = %q, want State's Publishes", removed)
 	}
 }
+
+// Every exported name of package client, and every method of its Manager,
+// is in docs/DESIGN.md's table of what each is for: a name added without
+// a word there fails here.
+func TestClientNamesSaidInDesign(t *testing.T) {
+	api, err := os.ReadFile(filepath.Join(root, File("client")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	design, err := os.ReadFile(filepath.Join(root, "docs", "DESIGN.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head = "## The client's public names"
+	_, section, ok := strings.Cut(string(design), head)
+	if !ok {
+		t.Fatalf("docs/DESIGN.md has no section %q", head)
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	seen := map[string]bool{}
+	for line := range strings.Lines(string(api)) {
+		f := strings.Fields(line)
+		var name string
+		switch {
+		case len(f) >= 2 && (f[0] == "const" || f[0] == "var" || f[0] == "type"):
+			name = strings.TrimSuffix(f[1], ",")
+		case len(f) >= 2 && f[0] == "func":
+			name, _, _ = strings.Cut(f[1], "(")
+		case len(f) >= 3 && f[0] == "method" && f[1] == "(*Manager)":
+			name, _, _ = strings.Cut(f[2], "(")
+		default:
+			continue
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("docs/DESIGN.md's %q does not say what client.%s is for", head, name)
+		}
+	}
+	if len(seen) < 100 {
+		t.Fatalf("read only %d names from %s: has its format changed?", len(seen), File("client"))
+	}
+}

@@ -81,13 +81,13 @@ func TestEveryGeneration(t *testing.T) {
 	specs["tasks-2025-11-25"] = client.ServerSpec{HTTP: &mcphttp.Spec{URL: taskserver.StartHTTP(t, tasks).URL()}}
 	specs["tasks-2026-07-28"] = client.ServerSpec{HTTP: &mcphttp.Spec{URL: taskserver.StartHTTP(t, ext).URL()}}
 
-	m := client.New(client.WithDrainTimeout(time.Second))
+	m := client.New(client.WithTimeouts(client.Timeouts{Drain: time.Second}))
 	defer func() {
 		if err := m.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	}()
-	events, _ := m.Subscribe(1 << 14)
+	events, _ := m.Events(1 << 14)
 	began := time.Now()
 	for name, spec := range specs {
 		if err := m.Add(ctx, name, spec); err != nil {
@@ -249,7 +249,7 @@ func awaitNewRuntimes(ctx context.Context, t *testing.T, m *client.Manager, even
 // awaitTool waits until server's published catalog has tool, which its
 // list_changed announced.
 func awaitTool(ctx context.Context, m *client.Manager, server, tool string) error {
-	events, cancel := m.Subscribe(256)
+	events, cancel := m.Events(256)
 	defer cancel()
 	for {
 		if c, ok := m.View().Catalog(server); ok && hasTools(c.Tools(), tool) {

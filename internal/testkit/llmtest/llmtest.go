@@ -212,7 +212,7 @@ func Reconnect(t testing.TB, m *client.Manager) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		events, stop := m.Subscribe(0)
+		events, stop := m.Events(0)
 		if err := m.Reconnect(ctx, name); err != nil {
 			stop()
 			t.Fatal(err)

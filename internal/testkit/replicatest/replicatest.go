@@ -97,9 +97,9 @@ func replica(open Opener) int {
 	ttl, _ := time.ParseDuration(os.Getenv(envTTL))
 	clock := &shiftedClock{}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: tagged{&http.Transport{DisableKeepAlives: true}}}
-	m := client.New(client.WithSharedState(st), client.WithUser(user), client.WithLeaseTTL(ttl),
-		client.WithReadyTimeout(time.Minute),
-		client.WithOAuthOptions(oauth.WithClock(clock.now), oauth.WithHTTPClient(hc)))
+	m := client.New(client.WithSharedState(st), client.WithUser(user),
+		client.WithTimeouts(client.Timeouts{Ready: time.Minute}),
+		client.WithOAuthOptions(oauth.WithClock(clock.now), oauth.WithHTTPClient(hc), oauth.WithLeaseTTL(ttl)))
 	defer m.Close()
 	if err := m.Add(ctx, "s", client.ServerSpec{HTTP: &mcphttp.Spec{URL: os.Getenv(envServer)}, OAuth: &oauth.Config{}}); err != nil {
 		fmt.Println("error:", err)

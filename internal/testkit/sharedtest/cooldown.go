@@ -97,7 +97,7 @@ func WakeUp(t *testing.T, b Backend) {
 	for i := range ms {
 		st := &cooling{Shared: b.Open(t), cooled: make(chan struct{}, 1)}
 		ms[i] = newManager(t, client.WithSharedState(st), client.WithPolicy(policy))
-		events, stop := ms[i].Subscribe(64)
+		events, stop := ms[i].Events(64)
 		spec := client.ServerSpec{HTTP: &mcphttp.Spec{URL: u.URL(), Headers: map[string]string{"X-Replica": strconv.Itoa(i)}}}
 		if err := ms[i].Add(testCtx(t), "up", spec); err != nil {
 			t.Fatal(err)

@@ -29,7 +29,7 @@ func StoreOutage(t *testing.T, b Backend) {
 	// Calls wait 3 s for a server that is not Connected, and redials come
 	// within half a second: the scenario takes seconds.
 	m := newManager(t, client.WithSharedState(st), client.WithUser("alice"), client.WithLogger(log.logger()),
-		client.WithReadyTimeout(3*time.Second), client.WithPolicy(lifecycle.Policy{InitialInterval: 50 * time.Millisecond,
+		client.WithTimeouts(client.Timeouts{Ready: 3 * time.Second}), client.WithPolicy(lifecycle.Policy{InitialInterval: 50 * time.Millisecond,
 			MaxInterval: 500 * time.Millisecond, MaxAttempts: -1}))
 	if err := m.Add(ctx, "s", oauthSpec(srv)); err != nil {
 		t.Fatal(err)

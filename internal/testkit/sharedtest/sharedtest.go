@@ -68,7 +68,7 @@ func testCtx(t *testing.T) context.Context {
 
 // newManager returns a Manager of opts, closed when t ends.
 func newManager(t *testing.T, opts ...client.Option) *client.Manager {
-	m := client.New(append([]client.Option{client.WithIdleProbe(-1), client.WithReadyTimeout(20 * time.Second)}, opts...)...)
+	m := client.New(append([]client.Option{client.WithTimeouts(client.Timeouts{IdleProbe: -1, Ready: 20 * time.Second})}, opts...)...)
 	t.Cleanup(func() { m.Close() })
 	return m
 }

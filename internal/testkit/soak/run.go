@@ -102,7 +102,7 @@ func (r *run) start() {
 func (r *run) soak() {
 	// Every offset in the report counts from here.
 	r.clock.t0 = time.Now()
-	events, _ := r.m.Subscribe(1 << 16) // ended by Close
+	events, _ := r.m.Events(1 << 16) // ended by Close
 	go r.tr.run(events)
 
 	stopCallers := make(chan struct{})

@@ -22,7 +22,7 @@ const reloadAfter = time.Second
 // WithLeases makes the Authorizer share its server's grant with the other
 // Authorizers on the same store (replicas of a host): a refresh, and every
 // write of the server's entry, takes the lease on name (for ttl; 0 is
-// DefaultLeaseTTL), reads the entry again, and writes under the lease's
+// WithLeaseTTL's, else DefaultLeaseTTL), reads the entry again, and writes under the lease's
 // fence (Entry.Fence). So one replica refreshes a grant, and the others,
 // waiting on the lease, find its new token in the store and use it instead
 // of redeeming the refresh token a second time (which an authorization
@@ -33,10 +33,27 @@ const reloadAfter = time.Second
 // Without it (the default) refreshes coalesce within the Authorizer only.
 func WithLeases(l store.Leases, name string, ttl time.Duration) Option {
 	return func(a *Authorizer) {
-		if ttl <= 0 {
+		switch {
+		case ttl > 0:
+		case a.leaseTTL > 0:
+			ttl = a.leaseTTL // WithLeaseTTL's
+		default:
 			ttl = DefaultLeaseTTL
 		}
 		a.leases, a.leaseName, a.leaseTTL = l, name, ttl
+	}
+}
+
+// WithLeaseTTL sets how long a refresh holds its grant's lease (see
+// WithLeases) unless released first: the replicas waiting behind a holder
+// that died take over after it. Not positive keeps DefaultLeaseTTL. A
+// client.Manager gives it to its Authorizers through
+// client.WithOAuthOptions.
+func WithLeaseTTL(d time.Duration) Option {
+	return func(a *Authorizer) {
+		if d > 0 {
+			a.leaseTTL = d
+		}
 	}
 }
 

@@ -113,7 +113,7 @@ func run(scenario, url string, logger *slog.Logger) error {
 // connect adds the scenario's server and waits until it is Connected, or
 // fails as soon as its one dial failed.
 func connect(ctx context.Context, m *client.Manager, spec client.ServerSpec) error {
-	events, stop := m.Subscribe(0)
+	events, stop := m.Events(0)
 	defer stop()
 	if err := m.Add(ctx, server, spec); err != nil {
 		return err
