@@ -21,8 +21,8 @@ import (
 )
 
 // dialResult is what one connection attempt found out. The dial writes
-// nothing of the slot's: the connect loop applies the result under the
-// slot's lock (slot.applyDialLocked).
+// nothing of the slot's: its runner hands the result to the slot, which
+// applies it under its lock (slot.applyDial).
 type dialResult struct {
 	lease *lease // nil if the attempt failed
 	err   error
@@ -43,8 +43,8 @@ type dialResult struct {
 // dial makes one connection attempt: the Conn, the MCP handshake, the
 // catalog. A server that accepts server/discover but rejects 2026-07-28 at
 // its first real request is dialled again on the older handshake.
-func (s *slot) dial(ctx context.Context, legacy bool) (res dialResult) {
-	m := s.m
+func (r *runner) dial(ctx context.Context, legacy bool) (res dialResult) {
+	m := r.s.m
 	if err := m.dialSem.Acquire(ctx, 1); err != nil {
 		return dialResult{err: err}
 	}
@@ -63,11 +63,11 @@ func (s *slot) dial(ctx context.Context, legacy bool) (res dialResult) {
 			m.closeConn(c)
 		}
 	}()
-	res = s.dialOnce(ctx, legacy, &failed)
+	res = r.dialOnce(ctx, legacy, &failed)
 	if res.err != nil && !legacy && unsupportedProtocol(res.err) && ctx.Err() == nil {
 		m.opts.logger.Debug("mcpfleet: server rejected protocol 2026-07-28; using the initialize handshake",
-			"server", s.name)
-		res = s.dialOnce(ctx, true, &failed)
+			"server", r.s.name)
+		res = r.dialOnce(ctx, true, &failed)
 		res.legacy = res.err == nil
 	}
 	return res
@@ -97,8 +97,8 @@ func (m *Manager) closeConn(c transport.Conn) {
 // dialOnce makes one attempt on one handshake. A failed attempt's Conn is
 // added to failed, for dial to close, and its server's last stderr lines
 // are returned with the error.
-func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Conn) dialResult {
-	m := s.m
+func (r *runner) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Conn) dialResult {
+	s, m := r.s, r.s.m
 	cfg := s.config()
 	var auth mcphttp.Authorizer
 	if cfg.auth != nil {
@@ -115,8 +115,8 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 		return dialResult{err: err} // the transport's error names its step
 	}
 	l := &lease{slot: s, conn: conn, kick: make(chan struct{}, 1)}
-	if r, ok := conn.(transport.Resumer); ok {
-		r.OnResume(s.st.resumed)
+	if rs, ok := conn.(transport.Resumer); ok {
+		rs.OnResume(s.st.resumed)
 	}
 	if k, ok := conn.(transport.SessionKeeper); ok {
 		k.OnStreamReopen(l.onStreamReopen)
