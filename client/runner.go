@@ -77,8 +77,8 @@ func (r *runner) loop(ctx context.Context) {
 	defer close(r.done)
 	defer r.cancel()
 	clock := s.m.opts.clock
-	up, stopUp := r.watchUp()
-	r.up = up
+	var stopUp func()
+	r.up, stopUp = r.watchUp() // cooldown.go: nil unless shared
 	defer stopUp()
 	for {
 		pulled, kicked := false, false
