@@ -100,19 +100,22 @@ type turn struct {
 }
 
 // takeTurn waits, before a dial of the slot's upstream, for this replica's
-// turn. fresh is a first connect; kicked says the host asked for a dial
-// now (Reconnect), which no cooldown delays; woken says a replica found
-// the upstream back since this loop's last dial.
-func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fresh, kicked bool, woken *bool) turn {
+// turn. kicked says the host asked for a dial now (Reconnect), which no
+// cooldown delays; r.woken says a replica found the upstream back since
+// this loop's last dial. A first connect (the slot never had a runtime)
+// is fresh.
+func (r *runner) takeTurn(ctx context.Context, kicked bool) turn {
 	if kicked {
 		return turn{ok: true, down: true}
 	}
+	s := r.s
 	cd, key := s.m.opts.shared, s.config().cooldownKey
 	clock := s.m.opts.clock
 	s.mu.Lock()
+	fresh := s.gen == 0
 	policy := s.budget.Policy()
 	s.mu.Unlock()
-	user, ok := s.waitUserTurn(ctx, r)
+	user, ok := r.waitUserTurn(ctx)
 	if !ok {
 		return turn{}
 	}
@@ -131,15 +134,15 @@ func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fres
 		}
 		now := clock.Now()
 		switch {
-		case c.Attempts == 0 && (fresh || *woken):
+		case c.Attempts == 0 && (fresh || r.woken):
 			return turn{ok: true, down: down, user: user}
 		case c.Attempts > 0 && c.Until.After(now):
 			down = true
 			t, stop := clock.NewTimer(c.Until.Sub(now))
 			select {
 			case <-t:
-			case <-up:
-				*woken = true
+			case <-r.up:
+				r.woken = true
 			case <-r.kick: // Reconnect: dial now
 				stop()
 				return turn{ok: true, down: true, user: user}
@@ -171,7 +174,8 @@ func (s *slot) takeTurn(ctx context.Context, r *runner, up <-chan struct{}, fres
 // user's credentials refused, by this replica or another), and returns
 // it as it read it; false if the loop was cancelled. A Reconnect, or the
 // store failing, ends the wait.
-func (s *slot) waitUserTurn(ctx context.Context, r *runner) (store.Cooldown, bool) {
+func (r *runner) waitUserTurn(ctx context.Context) (store.Cooldown, bool) {
+	s := r.s
 	key := userCooldownKey(s.config().cooldownKey, s.m.opts.user)
 	sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
 	c, err := s.m.opts.shared.Cooldown(sctx, key)
@@ -199,7 +203,8 @@ func (s *slot) waitUserTurn(ctx context.Context, r *runner) (store.Cooldown, boo
 // cooldown, waking the others. A failure that is the user's own is the
 // server answering: it clears the upstream's cooldown as a success does,
 // and counts in the user's own.
-func (s *slot) dialed(t turn, err error) {
+func (r *runner) dialed(t turn, err error) {
+	s := r.s
 	cd, key := s.m.opts.shared, s.config().cooldownKey
 	ctx, cancel := context.WithTimeout(s.m.ctx, sharedTimeout)
 	defer cancel()
@@ -237,7 +242,8 @@ func (s *slot) dialed(t turn, err error) {
 
 // watchUp subscribes the connect loop to the upstream's wake-ups, when
 // its cooldown is shared; nil and a no-op otherwise.
-func (s *slot) watchUp() (<-chan struct{}, func()) {
+func (r *runner) watchUp() (<-chan struct{}, func()) {
+	s := r.s
 	if s.m.opts.shared == nil || s.config().cooldownKey == "" {
 		return nil, func() {}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	nethttp "net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,8 +22,8 @@ import (
 )
 
 // dialResult is what one connection attempt found out. The dial writes
-// nothing of the slot's: the connect loop applies the result under the
-// slot's lock (slot.applyDialLocked).
+// nothing of the slot's: its runner hands the result to the slot, which
+// applies it under its lock (slot.applyDial).
 type dialResult struct {
 	lease *lease // nil if the attempt failed
 	err   error
@@ -43,8 +44,8 @@ type dialResult struct {
 // dial makes one connection attempt: the Conn, the MCP handshake, the
 // catalog. A server that accepts server/discover but rejects 2026-07-28 at
 // its first real request is dialled again on the older handshake.
-func (s *slot) dial(ctx context.Context, legacy bool) (res dialResult) {
-	m := s.m
+func (r *runner) dial(ctx context.Context, legacy bool) (res dialResult) {
+	m := r.s.m
 	if err := m.dialSem.Acquire(ctx, 1); err != nil {
 		return dialResult{err: err}
 	}
@@ -63,11 +64,11 @@ func (s *slot) dial(ctx context.Context, legacy bool) (res dialResult) {
 			m.closeConn(c)
 		}
 	}()
-	res = s.dialOnce(ctx, legacy, &failed)
+	res = r.dialOnce(ctx, legacy, &failed)
 	if res.err != nil && !legacy && unsupportedProtocol(res.err) && ctx.Err() == nil {
 		m.opts.logger.Debug("mcpfleet: server rejected protocol 2026-07-28; using the initialize handshake",
-			"server", s.name)
-		res = s.dialOnce(ctx, true, &failed)
+			"server", r.s.name)
+		res = r.dialOnce(ctx, true, &failed)
 		res.legacy = res.err == nil
 	}
 	return res
@@ -97,8 +98,8 @@ func (m *Manager) closeConn(c transport.Conn) {
 // dialOnce makes one attempt on one handshake. A failed attempt's Conn is
 // added to failed, for dial to close, and its server's last stderr lines
 // are returned with the error.
-func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Conn) dialResult {
-	m := s.m
+func (r *runner) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Conn) dialResult {
+	s, m := r.s, r.s.m
 	cfg := s.config()
 	var auth mcphttp.Authorizer
 	if cfg.auth != nil {
@@ -115,8 +116,8 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 		return dialResult{err: err} // the transport's error names its step
 	}
 	l := &lease{slot: s, conn: conn, kick: make(chan struct{}, 1)}
-	if r, ok := conn.(transport.Resumer); ok {
-		r.OnResume(s.st.resumed)
+	if rs, ok := conn.(transport.Resumer); ok {
+		rs.OnResume(s.st.resumed)
 	}
 	if k, ok := conn.(transport.SessionKeeper); ok {
 		k.OnStreamReopen(l.onStreamReopen)
@@ -213,55 +214,20 @@ func (s *slot) dialOnce(ctx context.Context, legacy bool, failed *[]transport.Co
 func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabilities, which uint32, limits Limits, cat *catalog.Catalog) error {
 	var err error
 	if which&dirtyTools != 0 && caps.Tools != nil {
-		cat.Tools, err = fetchPages(ctx, limits, "tools", func(ctx context.Context, cursor mcp.Cursor) ([]mcp.Tool, mcp.Cursor, error) {
-			var req mcp.ListToolsRequest
-			req.Params.Cursor = cursor
-			r, err := c.ListToolsByPage(ctx, req)
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Tools, r.NextCursor, nil
-		})
-		if err != nil {
+		if cat.Tools, err = fetchPages(ctx, limits, "tools", c.ListToolsByPage, toolsPage); err != nil {
 			return err
 		}
 	}
 	if which&dirtyPrompts != 0 && caps.Prompts != nil {
-		cat.Prompts, err = fetchPages(ctx, limits, "prompts", func(ctx context.Context, cursor mcp.Cursor) ([]mcp.Prompt, mcp.Cursor, error) {
-			var req mcp.ListPromptsRequest
-			req.Params.Cursor = cursor
-			r, err := c.ListPromptsByPage(ctx, req)
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Prompts, r.NextCursor, nil
-		})
-		if err != nil {
+		if cat.Prompts, err = fetchPages(ctx, limits, "prompts", c.ListPromptsByPage, promptsPage); err != nil {
 			return err
 		}
 	}
 	if which&dirtyResources != 0 && caps.Resources != nil {
-		cat.Resources, err = fetchPages(ctx, limits, "resources", func(ctx context.Context, cursor mcp.Cursor) ([]mcp.Resource, mcp.Cursor, error) {
-			var req mcp.ListResourcesRequest
-			req.Params.Cursor = cursor
-			r, err := c.ListResourcesByPage(ctx, req)
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Resources, r.NextCursor, nil
-		})
-		if err != nil {
+		if cat.Resources, err = fetchPages(ctx, limits, "resources", c.ListResourcesByPage, resourcesPage); err != nil {
 			return err
 		}
-		cat.ResourceTemplates, err = fetchPages(ctx, limits, "resource templates", func(ctx context.Context, cursor mcp.Cursor) ([]mcp.ResourceTemplate, mcp.Cursor, error) {
-			var req mcp.ListResourceTemplatesRequest
-			req.Params.Cursor = cursor
-			r, err := c.ListResourceTemplatesByPage(ctx, req)
-			if err != nil {
-				return nil, "", err
-			}
-			return r.ResourceTemplates, r.NextCursor, nil
-		})
+		cat.ResourceTemplates, err = fetchPages(ctx, limits, "resource templates", c.ListResourceTemplatesByPage, templatesPage)
 		if errors.Is(err, mcp.ErrMethodNotFound) {
 			cat.ResourceTemplates, err = nil, nil
 		}
@@ -272,22 +238,48 @@ func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabil
 	return nil
 }
 
-// fetchPages fetches every page of one list: at most limits.MaxCatalogPages
-// pages and limits.MaxCatalogItems items, and never a cursor twice, so that
-// a server that pages without end, or offers an absurd catalog, costs a
+// listRequest is the shape of mcp-go's list requests (ListToolsRequest
+// and the others): a page's cursor, and headers.
+type listRequest interface {
+	~struct {
+		mcp.PaginatedRequest
+		Header nethttp.Header `json:"-"`
+	}
+}
+
+// The items and the next cursor of a page of each list, for fetchPages.
+func toolsPage(r *mcp.ListToolsResult) ([]mcp.Tool, mcp.Cursor) {
+	return r.Tools, r.NextCursor
+}
+func promptsPage(r *mcp.ListPromptsResult) ([]mcp.Prompt, mcp.Cursor) {
+	return r.Prompts, r.NextCursor
+}
+func resourcesPage(r *mcp.ListResourcesResult) ([]mcp.Resource, mcp.Cursor) {
+	return r.Resources, r.NextCursor
+}
+func templatesPage(r *mcp.ListResourceTemplatesResult) ([]mcp.ResourceTemplate, mcp.Cursor) {
+	return r.ResourceTemplates, r.NextCursor
+}
+
+// fetchPages fetches every page of one list with list, one of mcp-go's
+// List…ByPage methods; page takes the items and the next cursor out of
+// its answer. It fetches at most limits.MaxCatalogPages pages and
+// limits.MaxCatalogItems items, and never a cursor twice, so that a
+// server that pages without end, or offers an absurd catalog, costs a
 // bounded amount and gets an error that says which limit it broke.
-func fetchPages[T any](ctx context.Context, limits Limits, what string,
-	page func(context.Context, mcp.Cursor) ([]T, mcp.Cursor, error)) ([]T, error) {
+func fetchPages[Req listRequest, Res, T any](ctx context.Context, limits Limits, what string,
+	list func(context.Context, Req) (*Res, error), page func(*Res) ([]T, mcp.Cursor)) ([]T, error) {
 	var (
 		all    []T
 		cursor mcp.Cursor
 		seen   = map[mcp.Cursor]bool{}
 	)
 	for pages := 1; ; pages++ {
-		items, next, err := page(ctx, cursor)
+		r, err := list(ctx, Req{PaginatedRequest: mcp.PaginatedRequest{Params: mcp.PaginatedParams{Cursor: cursor}}})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
+		items, next := page(r)
 		all = append(all, items...)
 		if on(limits.MaxCatalogItems) && len(all) > limits.MaxCatalogItems {
 			return nil, fmt.Errorf("%s: %w: more than %d (Limits.MaxCatalogItems)", what, ErrCatalogTooLarge, limits.MaxCatalogItems)

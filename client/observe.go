@@ -144,8 +144,8 @@ func withMeta(ctx context.Context, meta *mcp.Meta) *mcp.Meta {
 
 // observeDial tells the Observer, if any, how a dial ended. Called with no
 // lock held.
-func (s *slot) observeDial(gen uint64, took time.Duration, err error) {
-	if o := s.m.opts.observer; o != nil {
-		o.Dial(s.name, gen, took, err)
+func (r *runner) observeDial(gen uint64, took time.Duration, err error) {
+	if o := r.s.m.opts.observer; o != nil {
+		o.Dial(r.s.name, gen, took, err)
 	}
 }

@@ -17,13 +17,16 @@ import (
 )
 
 // slot is the stable home of one server from Add to Remove. Its methods
-// live in files named after what they do: connect.go (the connect loop and
-// a dial's installation), dial.go (one connection attempt), watch.go (a
-// runtime's watcher: its death, list_changed refreshes, the idle probe),
-// state.go (the one place the state is decided: the setter, a request's
-// question, the answers to a runtime's failure reports, Disable, Enable,
-// Reconnect, reconfigure), failure.go (what a failed request means),
-// teardown.go (detach, then close), status.go and stats.go, idle.go.
+// live in files named after what they do: connect.go (starting a connect
+// loop, installing a dial's lease), watch.go (a runtime's watcher: its
+// death, list_changed refreshes, the idle probe), state.go (the one place
+// the state is decided: the setter, a request's question, the one
+// decision after a dial, the answers to a runtime's failure reports,
+// Disable, Enable, Reconnect, reconfigure), failure.go (what a failed
+// request means), teardown.go (detach, then close), status.go and
+// stats.go, idle.go. The connect loop is not the slot's: its runner
+// (runner.go; a dial in dial.go, the shared cooldown in cooldown.go) owns
+// the loop's own state and hands each dial's result to the slot.
 //
 // Locking. The slot's lock is never held while doing I/O, closing a
 // runtime or delivering an event: those happen after the state they
@@ -77,11 +80,12 @@ type slot struct {
 
 	// Guarded by mu. The state machine's fields (state, stateSince,
 	// changed) are written by setStateLocked alone; gen and lease by
-	// installLocked and detachLocked; run by connectLocked, the connect
-	// loop and the methods that abandon it (stopLocked, reconnect,
-	// reconfigure); budget, health, lastErr and nextRetry by the connect
-	// loop and the answers to failure reports (state.go). A dial writes none of
-	// them: it returns a dialResult that the connect loop applies.
+	// installLocked and detachLocked; run by connectLocked, applyDial (the
+	// loop's end) and the methods that abandon the loop (stopLocked,
+	// reconnect, reconfigure); budget, health, lastErr and nextRetry by
+	// applyDial and the answers to failure reports (state.go). The runner
+	// writes none of them: it returns a dial's dialResult, which applyDial
+	// applies, and keeps the loop's own state (the wait, probing) itself.
 	mu         sync.Mutex
 	state      lifecycle.State
 	stateSince time.Time     // when state was entered

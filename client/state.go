@@ -14,8 +14,9 @@ import (
 // (admitLocked: go, wait, or fail fast with failFast's error), enable and
 // redial, the owner's answers to what a runtime reports (lost, timedOut,
 // succeeded, needsAuthorization), and the host's switches (disable, enable,
-// reconnect, reconfigure). The connect loop (connect.go) reports a dial's
-// outcome here too, through the same setter; teardown.go's stopLocked and
+// reconnect, reconfigure). The connect loop's runner (runner.go) hands
+// every dial's result here (applyDial), which decides through the same
+// setter what becomes of the slot and of the loop; teardown.go's stopLocked and
 // idle.go's idleLocked are the two ends of a runtime the host asked for.
 // The request path (request.go) and the waits (WaitFor, WaitReady, Apply's)
 // only ask.
@@ -102,7 +103,7 @@ func (s *slot) failFastLocked() error {
 // (failFastLocked); or neither, and the request waits for the next state
 // change. What a request wants moves the machine here, not in the request
 // path: a lazy or idle server is started, a backoff step is pulled forward
-// (once per step: see connectLoop), and a runtime whose Conn is known dead
+// (once per step: see runner.loop), and a runtime whose Conn is known dead
 // but that its watcher has not reported yet is declared lost at once
 // rather than be sent a request.
 func (s *slot) admitLocked() (*lease, error) {
@@ -121,7 +122,9 @@ func (s *slot) admitLocked() (*lease, error) {
 	case lifecycle.Disconnected:
 		s.connectLocked(lifecycle.Connecting, 0, false)
 	case lifecycle.Connecting, lifecycle.Reconnecting:
-		s.pullLocked()
+		if s.run != nil {
+			s.run.pullLocked()
+		}
 	}
 	return nil, s.failFastLocked()
 }
@@ -159,6 +162,115 @@ func (s *slot) redialLocked() {
 		return
 	}
 	s.connectLocked(lifecycle.Reconnecting, 0, false)
+}
+
+// verdict is the slot's answer to a dial (applyDial): whether its
+// connect loop ends, and if not, where it stands for the next dial.
+type verdict struct {
+	end       bool // the loop ends
+	installed bool // it ends because the dial's lease was installed; a lease not installed is the runner's to close
+	next      step // otherwise
+}
+
+// applyDial is the slot's one decision after a dial of its runner r: it
+// keeps what the dial found out about the server, whatever became of the
+// dial, and then decides. A dial of an abandoned runner (Disable, Remove,
+// Reconnect or Close came while it dialled) is dropped: a lease it made is
+// not installed, and the runner closes it;
+// a lease is installed; a server that wants the user waits in
+// NeedsAuthorization, or is dialled again at once if the user authorized
+// it meanwhile (authorizations is the count read before the dial); a
+// mistake settles in PermanentlyFailed; a failed pulled dial resumes its
+// step; any other failure spends the budget (or the slow probe's).
+//
+// pulled says a waiting call pulled the dial forward. r.next, where the
+// loop stood, is read on the loop's goroutine, which this is called on.
+func (s *slot) applyDial(ctx context.Context, r *runner, res dialResult, pulled bool, authorizations uint64) verdict {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res.legacy {
+		s.legacy = true
+	}
+	if res.lease != nil || res.rejoinDeclined || sessionGone(res.err) {
+		s.rejoin = nil // settled: rejoined, or the server (or its process) forgot it
+	}
+	if res.lease != nil && rejoined(res.lease.conn) {
+		s.st.rejoins.Add(1)
+	}
+	if res.stderr != nil {
+		s.lastStderr = res.stderr
+	}
+	l, err := res.lease, res.err
+	if s.run != r || ctx.Err() != nil {
+		// Abandoned while dialling: the slot has moved on, and the runner
+		// closes its lease, if any, with no lock held.
+		return verdict{end: true}
+	}
+	if err == nil {
+		s.nextRetry = time.Time{}
+		s.run = nil
+		s.installLocked(l)
+		return verdict{end: true, installed: true}
+	}
+	s.lastErr = err
+	next := step{wait: r.next.wait, probing: r.next.probing}
+	if needsUser(err) && s.authorizations != authorizations {
+		// The user authorized the client while this dial ran without
+		// the token: dial again at once, with it.
+		next.wait = 0
+		return verdict{next: next}
+	}
+	if needsUser(err) {
+		// Only the user can help: no budget is spent and nothing is
+		// dialled until the authorization is completed.
+		s.nextRetry = time.Time{}
+		s.run = nil
+		s.setStateLocked(lifecycle.NeedsAuthorization, err)
+		return verdict{end: true}
+	}
+	if !next.probing && !s.proven {
+		if mistake := s.mistakeLocked(res); mistake != nil {
+			// No retry can fix it: say so now, not after the budget.
+			// The slow probe still finds it fixed.
+			s.budget.Failed() // counted; the wait is the probe's
+			err, s.lastErr = mistake, mistake
+			s.nextRetry = time.Time{}
+			s.setStateLocked(lifecycle.PermanentlyFailed, err)
+			next.probing, pulled = true, false
+		}
+	}
+	if pulled {
+		// The extra dial failed: wait out the rest of the step.
+		next.resumed = true
+		s.emitLocked(Event{Kind: EventRetry, Err: err})
+		return verdict{next: next}
+	}
+	if !next.probing {
+		ok := false
+		if res.exitedAtStart != "" && !s.proven {
+			// Perhaps a server that cannot start: find out fast.
+			next.wait, ok = s.budget.Quick()
+		}
+		if !ok {
+			next.wait, ok = s.budget.Failed()
+		}
+		if !ok {
+			s.nextRetry = time.Time{}
+			s.setStateLocked(lifecycle.PermanentlyFailed, err)
+			next.probing = true
+		}
+	}
+	if next.probing {
+		var ok bool
+		if next.wait, ok = s.budget.ProbeWait(); !ok {
+			s.nextRetry = time.Time{}
+			s.run = nil
+			return verdict{end: true}
+		}
+	}
+	s.nextRetry = s.m.opts.clock.Now().Add(next.wait)
+	s.emitLocked(Event{Kind: EventRetry, Err: err})
+	return verdict{next: next}
 }
 
 // lost reports that l's runtime is dead. If l is still the slot's lease the
