@@ -141,6 +141,10 @@ func startModernServer(t *testing.T) *modernServer {
 		_ = streamable.Shutdown(ctx)
 		_ = hs.Close()
 		<-served
+		// A stream opened between Shutdown and Close started a session's
+		// listening pump (mcp-go keeps one per session with an event
+		// store) that only the session's end stops.
+		streamable.CloseSessions(context.Background())
 	})
 	return ms
 }

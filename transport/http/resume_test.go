@@ -76,6 +76,10 @@ func startResumeServer(t testing.TB, versions ...string) *resumeServer {
 		_ = streamable.Shutdown(ctx)
 		_ = srv.Close()
 		<-served
+		// A stream opened between Shutdown and Close started a session's
+		// listening pump (mcp-go keeps one per session with an event
+		// store) that only the session's end stops.
+		streamable.CloseSessions(context.Background())
 	})
 	return rs
 }

@@ -255,8 +255,15 @@ func TestStreamReplay(t *testing.T) {
 	srv.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("ok"), nil
 	})
-	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv, server.WithEventStore(server.NewInMemoryEventStore())))
-	t.Cleanup(hs.Close)
+	streamable := server.NewStreamableHTTPServer(srv, server.WithEventStore(server.NewInMemoryEventStore()))
+	hs := httptest.NewServer(streamable)
+	t.Cleanup(func() {
+		hs.Close()
+		// With an event store, mcp-go keeps a goroutine per session (its
+		// listening pump) until the session ends: end any the Conn's
+		// DELETE did not (goleak found one once, on a loaded machine).
+		streamable.CloseSessions(context.Background())
+	})
 	proxy := faultinject.StartHTTPProxy(t, hs.URL)
 	l, err := dialLogs(ctx, t, mcphttp.Spec{URL: proxy.URL("/mcp")}, mcphttp.WithStreamReplay())
 	if err != nil {
