@@ -266,7 +266,7 @@ func (s *slot) awaitReady(ctx context.Context, whole bool) error {
 		case lifecycle.Disconnected:
 			// Gone idle after it connected, or (for the whole fleet) lazy:
 			// its next request starts it.
-			ready = whole || !s.idleSince.IsZero()
+			ready = whole || !s.idleSinceLocked().IsZero()
 		case lifecycle.Disabling, lifecycle.Disabled:
 			ready = whole
 		}

@@ -56,22 +56,45 @@ func burst(r float64) int {
 	return int(math.Max(1, math.Min(math.Ceil(2*r), 1<<30)))
 }
 
-// newBucket returns a token bucket of r a second in bursts of twice as
-// many, full; nil if the limit is off.
-func newBucket(r float64) *rate.Limiter {
+// bucket is a token bucket of r a second in bursts of twice as many,
+// made full on its first use: a bucket nobody drew from is full whenever
+// it is first drawn from, so it is the same bucket as one made with its
+// configuration, and a server that never sends a notification or a
+// request does not carry one (80 bytes each). A nil bucket, or one whose
+// rate is off, admits everything.
+type bucket struct {
+	r float64
+	b atomic.Pointer[rate.Limiter]
+}
+
+// newBucket returns the bucket of rate r; nil if the limit is off.
+func newBucket(r float64) *bucket {
 	if !on(r) {
 		return nil
 	}
-	return rate.NewLimiter(rate.Limit(r), burst(r))
+	return &bucket{r: r}
+}
+
+// allow spends one token at now, or reports that there is none.
+func (k *bucket) allow(now time.Time) bool {
+	if k == nil || !on(k.r) {
+		return true
+	}
+	b := k.b.Load()
+	if b == nil {
+		k.b.CompareAndSwap(nil, rate.NewLimiter(rate.Limit(k.r), burst(k.r)))
+		b = k.b.Load()
+	}
+	return b.AllowN(now, 1)
 }
 
 // requestGate bounds the requests a server has open with the host and how
 // fast it makes them, under one configuration of its slot. A request
 // admitted under a configuration is released to the same one.
 type requestGate struct {
-	max    int64         // requests open at once; 0: no limit
-	bucket *rate.Limiter // nil: no rate limit
-	limits Limits        // for the messages
+	max    int64   // requests open at once; 0: no limit
+	bucket *bucket // nil: no rate limit
+	limits Limits  // for the messages
 	open   atomic.Int64
 }
 
@@ -98,7 +121,7 @@ func (g *requestGate) admit(now time.Time) error {
 			}
 		}
 	}
-	if g.bucket != nil && !g.bucket.AllowN(now, 1) {
+	if !g.bucket.allow(now) {
 		g.release()
 		r := g.limits.ServerRequestRate
 		return fmt.Errorf("%w: more than %g requests a second (limits.serverRequestRate = %g, in bursts of %d)",
@@ -163,13 +186,13 @@ func (t *tally) err() error {
 
 // allowNotification spends one notification of the budget, or counts it
 // as dropped and reports it. It runs on the transport's goroutine for every
-// notification: it never blocks, and allocates nothing.
+// notification: it never blocks, and allocates nothing (but the bucket, on
+// the first).
 func (s *slot) allowNotification() bool {
-	b := s.config().notes
-	if b == nil || b.AllowN(s.m.opts.clock.Now(), 1) {
+	if s.config().notes.allow(s.m.opts.clock.Now()) {
 		return true
 	}
-	s.tallied(&s.dropped, Event{Kind: EventNotificationsDropped}, nil)
+	s.tallied(&s.more().dropped, Event{Kind: EventNotificationsDropped}, nil)
 	return false
 }
 
@@ -184,7 +207,7 @@ func (s *slot) admitRequest(g *requestGate, method int) error {
 	}
 	name := serverRequestMethods[method]
 	err = &ServerError{Server: s.name, Op: name, Err: err}
-	s.tallied(&s.refused[method], Event{Kind: EventServerRequestRefused, Method: name}, err)
+	s.tallied(&s.more().refused[method], Event{Kind: EventServerRequestRefused, Method: name}, err)
 	return err
 }
 

@@ -442,7 +442,7 @@ func TestDropReportsAreThrottled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drop := func() { s.tallied(&s.dropped, Event{Kind: EventNotificationsDropped}, nil) }
+	drop := func() { s.tallied(&s.more().dropped, Event{Kind: EventNotificationsDropped}, nil) }
 	reports := func() (counts []uint64) {
 		for _, e := range rec.snapshot() {
 			if e.Kind == EventNotificationsDropped {
@@ -494,7 +494,7 @@ func BenchmarkNotificationDropped(b *testing.B) {
 	for b.Loop() {
 		l.onNotification(n)
 	}
-	if got := s.dropped.total.Load(); got < uint64(b.N) {
+	if got := s.more().dropped.total.Load(); got < uint64(b.N) {
 		b.Fatalf("dropped %d of %d", got, b.N)
 	}
 }

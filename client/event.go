@@ -194,6 +194,10 @@ func (b *bus) publish(e Event) {
 	}
 }
 
+// keptBatch is the most events a delivered batch keeps room for, to be
+// reused as the next queue (an Event is about 240 bytes).
+const keptBatch = 64
+
 // run delivers queued events until close is called and the queue is empty.
 func (b *bus) run() {
 	defer close(b.done)
@@ -205,6 +209,11 @@ func (b *bus) run() {
 		b.mu.Unlock()
 		b.deliver(batch)
 		clear(batch)
+		if cap(batch) > keptBatch {
+			// A burst (a fleet connecting at once) grew it; the queue of a
+			// fleet at rest need not keep that size for good.
+			batch = nil
+		}
 		if closed {
 			b.mu.Lock()
 			rest := b.queue

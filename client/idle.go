@@ -94,7 +94,7 @@ func (s *slot) idleCheck(l *lease, seq uint64) {
 	var v idleVerdict
 	now := s.m.opts.clock.Now()
 	switch {
-	case len(s.subs) > 0:
+	case s.subscribedLocked():
 		v = idleSubscribed
 		s.armIdleLocked(l, timeout)
 	case l.inflight.Load() > 0 || l.serving.Load() > 0 || s.intercepting.Load() > 0:
@@ -160,7 +160,7 @@ func (s *slot) idleLocked(timeout time.Duration) {
 	s.budget.Reset()
 	s.nextRetry = time.Time{}
 	s.setStateLocked(lifecycle.Disconnected, fmt.Errorf("%w: no use for %v", ErrIdleTimeout, timeout))
-	s.idleSince = s.stateSince
+	s.more().idleSince = s.stateSince
 	if l != nil {
 		l.goCloseLocked()
 	}

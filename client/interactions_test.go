@@ -44,7 +44,7 @@ func TestRefusedSubscribeIsNotRecorded(t *testing.T) {
 	t.Logf("SubscribeResource: %v", err)
 	s, _ := m.slot("s")
 	s.mu.Lock()
-	subs := append([]string(nil), s.subs...)
+	subs := s.subsLocked()
 	s.mu.Unlock()
 	t.Logf("subs after refusal: %v", subs)
 	clock.Advance(testIdle)

@@ -182,7 +182,7 @@ func TestInterceptorRefuses(t *testing.T) {
 		t.Errorf("a refused subscription is remembered: %v", subs)
 	}
 	s.mu.Lock()
-	level := s.logLevel
+	level := s.logLevelLocked()
 	s.mu.Unlock()
 	if level != "" {
 		t.Errorf("a refused level is remembered: %q", level)

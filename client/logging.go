@@ -48,7 +48,7 @@ func setLevel(ctx context.Context, c *mcpclient.Client, level mcp.LoggingLevel) 
 // failure is logged and leaves the runtime usable: logging is advisory.
 func (s *slot) restoreLevel(ctx context.Context, c *mcpclient.Client) {
 	s.mu.Lock()
-	level := s.logLevel
+	level := s.logLevelLocked()
 	s.mu.Unlock()
 	if level == "" {
 		return
@@ -110,6 +110,6 @@ func slogLevel(l mcp.LoggingLevel) slog.Level {
 // new runtime.
 func (s *slot) setLogLevel(level mcp.LoggingLevel) {
 	s.mu.Lock()
-	s.logLevel = level
+	s.more().logLevel = level
 	s.mu.Unlock()
 }

@@ -1,13 +1,13 @@
 package client
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/semaphore"
-	"golang.org/x/time/rate"
 
 	"github.com/mcpfleet/mcpfleet/internal/catalog"
 	"github.com/mcpfleet/mcpfleet/internal/machine"
@@ -57,12 +57,9 @@ type slot struct {
 	// cfg is what the slot was configured with: read without the lock,
 	// replaced whole, under mu, by reconfigure and setIdleTimeout.
 	cfg atomic.Pointer[slotConfig]
-	// dropped and refused are what the slot's limits dropped and refused
-	// (budget.go), for its status and its events: atomics and the report
-	// goroutine's own; they live as long as the slot, across runtimes and
-	// configurations.
-	dropped tally                    // notifications over the rate
-	refused [numServerRequests]tally // the server's requests of the host, by method
+	// rare holds what most slots never need (slotRare); nil until the
+	// first of it is needed, then kept for the slot's life.
+	rare atomic.Pointer[slotRare]
 	// closing counts this slot's detached runtimes still being closed in
 	// the background, and runners counts its connect loops, abandoned ones
 	// included. Both are added to under mu only; Disable and Remove wait
@@ -107,14 +104,14 @@ type slot struct {
 	// mistakeLocked). startExits counts the dials in a row whose server
 	// exited before its handshake in the way startExit says.
 	proven bool
+	legacy bool // the server rejected 2026-07-28: dial the older handshake first
+	cached bool // the published catalog came from the catalog cache
 	// authorizations counts the authorizations the user completed: a dial
 	// that began before the last one and found no usable token dials
 	// again at once rather than wait in NeedsAuthorization.
 	authorizations uint64
 	startExits     int
 	startExit      string
-	legacy         bool // the server rejected 2026-07-28: dial the older handshake first
-	cached         bool // the published catalog came from the catalog cache
 	// rejoin is the session of the runtime lost to a fault, which the
 	// next dial goes on in if the server still knows it (session.go);
 	// nil when there is none, and once a dial settled it.
@@ -123,12 +120,72 @@ type slot struct {
 	// the tool filter: what is published, filtered, while anything is.
 	// A filter change republishes it without asking the server.
 	raw *catalog.Catalog
+}
+
+// slotRare is the part of a slot that most slots never need: what its
+// limits dropped or refused, what the host asked of the server beyond its
+// tools, and when it went idle. It is made on first need (slot.more) and
+// kept, so that a fleet of servers that never use it does not carry it
+// (about 300 bytes a slot).
+type slotRare struct {
+	// dropped and refused are what the slot's limits dropped and refused
+	// (budget.go), for its status and its events: atomics and the report
+	// goroutine's own; they live as long as the slot, across runtimes and
+	// configurations.
+	dropped tally                    // notifications over the rate
+	refused [numServerRequests]tally // the server's requests of the host, by method
+
+	// The rest is guarded by the slot's mu.
+	//
 	// What the host asked of the server, told again to every new runtime.
 	logLevel mcp.LoggingLevel // SetLevel's; empty if never set
 	subs     []string         // resource URIs subscribed to, in order
 	// idleSince is when the runtime was closed for going unused (idle.go);
 	// zero once the slot leaves Disconnected.
 	idleSince time.Time
+}
+
+// more returns s.rare, made if it was not yet. It takes no lock, so that
+// the transport's goroutine can count a drop with it.
+func (s *slot) more() *slotRare {
+	if r := s.rare.Load(); r != nil {
+		return r
+	}
+	s.rare.CompareAndSwap(nil, new(slotRare))
+	return s.rare.Load()
+}
+
+// logLevelLocked is the log level the host last set on the server, told
+// again to every new runtime; empty if never set. The caller holds s.mu.
+func (s *slot) logLevelLocked() mcp.LoggingLevel {
+	if r := s.rare.Load(); r != nil {
+		return r.logLevel
+	}
+	return ""
+}
+
+// subsLocked returns a copy of the resource URIs the host is subscribed to
+// on the server, in order; subscribedLocked whether there is any. The
+// caller holds s.mu.
+func (s *slot) subsLocked() []string {
+	if r := s.rare.Load(); r != nil {
+		return slices.Clone(r.subs)
+	}
+	return nil
+}
+
+func (s *slot) subscribedLocked() bool {
+	r := s.rare.Load()
+	return r != nil && len(r.subs) > 0
+}
+
+// idleSinceLocked is when the runtime was closed for going unused; zero
+// unless the slot is Disconnected for that. The caller holds s.mu.
+func (s *slot) idleSinceLocked() time.Time {
+	if r := s.rare.Load(); r != nil {
+		return r.idleSince
+	}
+	return time.Time{}
 }
 
 // slotConfig is one configuration of a slot. It never changes: Apply's
@@ -141,7 +198,7 @@ type slotConfig struct {
 	// notes is the notification budget (nil: off) and requests the gate of
 	// the server's requests of the host. Both have their own
 	// synchronization; a new configuration starts them afresh.
-	notes    *rate.Limiter
+	notes    *bucket
 	requests *requestGate
 	// key identifies the config entry a slot made by Apply came from;
 	// empty for a slot made by Add.

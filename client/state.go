@@ -35,8 +35,8 @@ func (s *slot) setStateLocked(to lifecycle.State, cause error) bool {
 	s.state = to
 	now := s.m.opts.clock.Now()
 	s.stateSince = now
-	if from == lifecycle.Disconnected {
-		s.idleSince = time.Time{}
+	if r := s.rare.Load(); r != nil && from == lifecycle.Disconnected {
+		r.idleSince = time.Time{}
 	}
 	switch {
 	case from == lifecycle.Connected && to == lifecycle.Reconnecting:
@@ -472,7 +472,7 @@ func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) err
 	case lifecycle.Disconnected:
 		// A lazy server, or one closed for going idle, waits for its next
 		// request under the new spec as it did under the old.
-		if !spec.Lazy && s.idleSince.IsZero() {
+		if !spec.Lazy && s.idleSinceLocked().IsZero() {
 			s.connectLocked(lifecycle.Connecting, 0, false)
 		}
 	case lifecycle.Connected:

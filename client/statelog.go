@@ -32,7 +32,7 @@ type stateLog struct {
 // serverLog is what stateLog remembers of one server.
 type serverLog struct {
 	since      time.Time     // when the current connect began; zero when not connecting
-	limit      *rate.Limiter // lines of this server, but Error ones
+	limit      *rate.Limiter // lines of this server, but Error ones; made at the first (full, as if made before)
 	suppressed int           // lines left out since the last one written
 }
 
@@ -47,7 +47,7 @@ func (l *stateLog) write(e Event) {
 	}
 	sl := l.servers[e.Server]
 	if sl == nil {
-		sl = &serverLog{limit: rate.NewLimiter(rate.Every(logEvery), logBurst)}
+		sl = &serverLog{}
 		l.servers[e.Server] = sl
 	}
 	level, msg, attrs := l.describe(sl, e)
@@ -68,9 +68,14 @@ func (l *stateLog) write(e Event) {
 	if !l.log.Enabled(ctx, level) {
 		return
 	}
-	if flapping(e) && !sl.limit.AllowN(e.Time, 1) {
-		sl.suppressed++
-		return
+	if flapping(e) {
+		if sl.limit == nil {
+			sl.limit = rate.NewLimiter(rate.Every(logEvery), logBurst)
+		}
+		if !sl.limit.AllowN(e.Time, 1) {
+			sl.suppressed++
+			return
+		}
 	}
 	if sl.suppressed > 0 {
 		attrs = append(attrs, slog.Int("suppressed", sl.suppressed))

@@ -91,17 +91,18 @@ func (s *slot) statusLocked(quarantined map[string][]snapshot.Quarantine) Server
 		NextRetry:    s.nextRetry,
 		LastError:    s.lastErr,
 		CatalogError: s.catalogErr,
-
-		DroppedNotifications: s.dropped.total.Load(),
 	}
-	for i := range s.refused {
-		st.RefusedServerRequests += s.refused[i].total.Load()
+	if r := s.rare.Load(); r != nil {
+		st.DroppedNotifications = r.dropped.total.Load()
+		for i := range r.refused {
+			st.RefusedServerRequests += r.refused[i].total.Load()
+		}
 	}
 	if s.state == lifecycle.NeedsAuthorization {
 		st.AuthorizationURL = s.authURL()
 	}
 	st.IdleTimeout = s.config().spec.IdleTimeout
-	st.IdleSince = s.idleSince
+	st.IdleSince = s.idleSinceLocked()
 	if l := s.lease; l != nil {
 		st.ConnectedAt = l.connectedAt
 		st.InFlight = l.inflight.Load()

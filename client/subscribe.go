@@ -114,7 +114,7 @@ func (m *Manager) Subscriptions(server string) ([]string, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.subs), nil
+	return s.subsLocked(), nil
 }
 
 // refused reports whether err is the server's answer rather than a failure
@@ -137,7 +137,7 @@ func refused(err error) bool {
 // subscribed to on s. A refusal is logged and leaves the runtime usable.
 func (s *slot) resubscribe(ctx context.Context, c *mcpclient.Client) {
 	s.mu.Lock()
-	uris := slices.Clone(s.subs)
+	uris := s.subsLocked()
 	s.mu.Unlock()
 	for _, uri := range uris {
 		req := mcp.SubscribeRequest{}
@@ -172,16 +172,19 @@ func (l *lease) onResourceUpdated(n mcp.JSONRPCNotification) {
 func (s *slot) addSub(uri string) (had bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slices.Contains(s.subs, uri) {
+	r := s.more()
+	if slices.Contains(r.subs, uri) {
 		return true
 	}
-	s.subs = append(s.subs, uri)
+	r.subs = append(r.subs, uri)
 	return false
 }
 
 // dropSub forgets a resource subscription.
 func (s *slot) dropSub(uri string) {
 	s.mu.Lock()
-	s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
+	if r := s.rare.Load(); r != nil {
+		r.subs = slices.DeleteFunc(r.subs, func(u string) bool { return u == uri })
+	}
 	s.mu.Unlock()
 }

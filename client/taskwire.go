@@ -158,7 +158,7 @@ func (r *taskRegistry) rawCall(ctx context.Context, s *slot, c *mcpclient.Client
 	var header http.Header
 	if mcp.IsModernProtocol(version) {
 		s.mu.Lock()
-		level := s.logLevel
+		level := s.logLevelLocked()
 		s.mu.Unlock()
 		meta[mcp.MetaKeyProtocolVersion] = version
 		meta[mcp.MetaKeyClientCapabilities] = r.m.clientCapabilities(c, ext)

@@ -36,8 +36,13 @@ import (
 type Budget struct {
 	policy lifecycle.Policy
 	clock  lifecycle.Clock
-	bo     *backoff.ExponentialBackOff // the normal schedule
-	probe  *backoff.ExponentialBackOff // lifecycle.PermanentlyFailed's slow probe
+	// bo is the normal schedule and probe lifecycle.PermanentlyFailed's slow
+	// probe, each made on its first use: most slots never fail, and the two
+	// would cost them about 200 bytes. bo is reset at the start of every
+	// run of failures (running), and probe is made as Reset leaves it, so
+	// either one made late is the one made early.
+	bo    *backoff.ExponentialBackOff
+	probe *backoff.ExponentialBackOff
 
 	attempts    int           // failures in this outage, ramp included
 	spent       int           // of those, the ones that spend MaxAttempts
@@ -51,32 +56,28 @@ func NewBudget(p lifecycle.Policy, clock lifecycle.Clock) *Budget {
 	if clock == nil {
 		clock = lifecycle.SystemClock{}
 	}
-	p = p.WithDefaults()
-	b := &Budget{
-		policy: p,
-		clock:  clock,
-		bo: &backoff.ExponentialBackOff{
+	b := &Budget{policy: p.WithDefaults(), clock: clock}
+	b.Reset()
+	return b
+}
+
+// startRun resets the normal schedule for a new run of failures, making it
+// on the first.
+func (b *Budget) startRun() {
+	if b.bo == nil {
+		p := b.policy
+		b.bo = &backoff.ExponentialBackOff{
 			InitialInterval:     p.InitialInterval,
 			RandomizationFactor: p.Jitter,
 			Multiplier:          p.Multiplier,
 			MaxInterval:         p.MaxInterval,
 			MaxElapsedTime:      p.MaxElapsed,
 			Stop:                backoff.Stop,
-			Clock:               clock,
-		},
-	}
-	if p.ProbeInterval > 0 {
-		b.probe = &backoff.ExponentialBackOff{
-			InitialInterval:     min(p.MaxInterval, p.ProbeInterval),
-			RandomizationFactor: p.Jitter,
-			Multiplier:          p.Multiplier,
-			MaxInterval:         p.ProbeInterval,
-			Stop:                backoff.Stop,
-			Clock:               clock,
+			Clock:               b.clock,
 		}
 	}
-	b.Reset()
-	return b
+	b.bo.Reset()
+	b.running = true
 }
 
 // lifecycle.Policy returns the policy in force, defaults filled in.
@@ -105,8 +106,7 @@ func (b *Budget) Failed() (wait time.Duration, ok bool) {
 	b.ramp = 0
 	if !b.running {
 		// MaxElapsed counts from the first failure, not from construction.
-		b.bo.Reset()
-		b.running = true
+		b.startRun()
 	}
 	b.spent++
 	if b.policy.MaxAttempts >= 0 && b.spent > b.policy.MaxAttempts {
@@ -160,8 +160,7 @@ func (b *Budget) Lost(answered bool) (wait time.Duration, ok bool) {
 		return 0, true
 	}
 	if !b.running {
-		b.bo.Reset()
-		b.running = true
+		b.startRun()
 		b.attempts++
 		b.spent++
 		return 0, true
@@ -180,8 +179,20 @@ func (b *Budget) Connected() {
 // PermanentlyFailed server: from MaxInterval, growing to ProbeInterval. ok
 // is false when the probe is off (a negative ProbeInterval).
 func (b *Budget) ProbeWait() (wait time.Duration, ok bool) {
-	if b.probe == nil {
+	p := b.policy
+	if p.ProbeInterval <= 0 {
 		return 0, false
+	}
+	if b.probe == nil {
+		b.probe = &backoff.ExponentialBackOff{
+			InitialInterval:     min(p.MaxInterval, p.ProbeInterval),
+			RandomizationFactor: p.Jitter,
+			Multiplier:          p.Multiplier,
+			MaxInterval:         p.ProbeInterval,
+			Stop:                backoff.Stop,
+			Clock:               b.clock,
+		}
+		b.probe.Reset()
 	}
 	return b.probe.NextBackOff(), true
 }
@@ -193,7 +204,7 @@ func (b *Budget) Reset() {
 	b.ramp = 0
 	b.running = false
 	b.connectedAt = time.Time{}
-	b.bo.Reset()
+	// The normal schedule is reset when the next run of failures starts.
 	if b.probe != nil {
 		b.probe.Reset()
 	}
