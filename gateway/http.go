@@ -145,7 +145,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := &f.p
 	p.set(r, h.o.Token != "")
 	cl := h.g.sessions.client(p.client)
-	var msg message
+	msg := &f.msg
 	var body []byte
 	if r.Method == http.MethodPost {
 		var ok bool
@@ -177,7 +177,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			w.WriteHeader(http.StatusAccepted)
 			return
-		case r.Method == http.MethodPost && h.isExtTaskRequest(&msg, body):
+		case r.Method == http.MethodPost && h.isExtTaskRequest(msg, body):
 			h.serveExtTask(w, r.WithContext(ctx), body) // the fleet's tasks, in the extension's form (tasks.go)
 			return
 		case msg.Method != "" && len(msg.ID) > 0:
@@ -206,7 +206,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.lastUsed.Store(time.Now().UnixNano())
 		s.active.Add(1)
 		defer s.active.Add(-1)
-		if r.Method == http.MethodPost && isTaskRequest(&msg) {
+		if r.Method == http.MethodPost && isTaskRequest(msg) {
 			h.serveTask(w, r.WithContext(ctx), body) // the fleet's tasks, under their servers' names (tasks.go)
 			return
 		}
@@ -223,11 +223,12 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // front is what the HTTP front makes of one request, in one allocation:
 // the request's context with its peer (what context.WithValue(ctx,
-// peerKey{}, p) would be), the writer that counts the notifications of
-// its session, and its idManager.
+// peerKey{}, p) would be), its message, the writer that counts the
+// notifications of its session, and its idManager.
 type front struct {
 	context.Context
 	p   peer
+	msg message
 	nw  noteWriter
 	ids idManager
 }
