@@ -58,7 +58,8 @@ type call struct {
 	modern, carrier bool
 	caps            mcp.ClientCapabilities
 	progressToken   mcp.ProgressToken
-	ctx             context.Context
+	ctx             context.Context // &cctx
+	cctx            callContext
 	cancel          context.CancelCauseFunc
 	// done is closed when res and err are set. It and wake exist only for
 	// a modern carrier (a tools/call of a 2026-07-28 client), the one kind
@@ -102,6 +103,23 @@ type askAnswer struct {
 // that comes in the context of a call (the 2026-07-28 protocol answers
 // input requests of a result in the call's context) is that call's.
 type callKey struct{}
+
+// callContext is a call's upstream context: what context.WithValue(ctx,
+// callKey{}, c) would be, in the call's own allocation.
+type callContext struct {
+	context.Context
+	c *call
+}
+
+// Value returns the call for callKey, and asks the parent for any other
+// key (the context package's own too: a child's cancellation links to the
+// parent's as through a WithValue).
+func (x *callContext) Value(key any) any {
+	if _, ok := key.(callKey); ok {
+		return x.c
+	}
+	return x.Context.Value(key)
+}
 
 func callFrom(ctx context.Context) *call {
 	c, _ := ctx.Value(callKey{}).(*call)
@@ -257,9 +275,9 @@ func (g *Gateway) start(ctx context.Context, method, srvName, name string, carri
 	if pi := server.RequestProtocolInfoFromContext(ctx); pi != nil && pi.ClientCapabilities != nil {
 		c.caps = *pi.ClientCapabilities
 	}
-	var base context.Context
-	base, c.cancel = context.WithCancelCause(g.ctx)
-	c.ctx = context.WithValue(base, callKey{}, c)
+	c.cctx.c = c
+	c.cctx.Context, c.cancel = context.WithCancelCause(g.ctx)
+	c.ctx = &c.cctx
 	g.calls.add(c)
 	if sess.ended.Load() {
 		c.cancel(errSessionEnded) // it ended before the walk could see c

@@ -141,9 +141,11 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "mcpfleet: origin "+origin+" is not allowed", http.StatusForbidden)
 		return
 	}
-	p := newPeer(r, h.o.Token != "")
+	f := &front{Context: r.Context()}
+	p := &f.p
+	p.set(r, h.o.Token != "")
 	cl := h.g.sessions.client(p.client)
-	var msg message
+	msg := &f.msg
 	var body []byte
 	if r.Method == http.MethodPost {
 		var ok bool
@@ -161,7 +163,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx := context.WithValue(r.Context(), peerKey{}, p)
+	var ctx context.Context = f // r's context with p
 	sid := r.Header.Get(server.HeaderKeySessionID)
 	switch {
 	case msg.modern:
@@ -175,7 +177,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			w.WriteHeader(http.StatusAccepted)
 			return
-		case r.Method == http.MethodPost && h.isExtTaskRequest(&msg, body):
+		case r.Method == http.MethodPost && h.isExtTaskRequest(msg, body):
 			h.serveExtTask(w, r.WithContext(ctx), body) // the fleet's tasks, in the extension's form (tasks.go)
 			return
 		case msg.Method != "" && len(msg.ID) > 0:
@@ -204,7 +206,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.lastUsed.Store(time.Now().UnixNano())
 		s.active.Add(1)
 		defer s.active.Add(-1)
-		if r.Method == http.MethodPost && isTaskRequest(&msg) {
+		if r.Method == http.MethodPost && isTaskRequest(msg) {
 			h.serveTask(w, r.WithContext(ctx), body) // the fleet's tasks, under their servers' names (tasks.go)
 			return
 		}
@@ -213,9 +215,32 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "mcpfleet: a GET stream needs the Mcp-Session-Id of an initialized session", http.StatusBadRequest)
 		return
 	}
+	w, ctx = h.countNotes(f, w, r, ctx)
 	r = r.WithContext(ctx)
-	w, r = h.countNotes(w, r)
+	f.ids = idManager{h, r}
 	h.mcp.ServeHTTP(w, r)
+}
+
+// front is what the HTTP front makes of one request, in one allocation:
+// the request's context with its peer (what context.WithValue(ctx,
+// peerKey{}, p) would be), its message, the writer that counts the
+// notifications of its session, and its idManager.
+type front struct {
+	context.Context
+	p   peer
+	msg message
+	nw  noteWriter
+	ids idManager
+}
+
+// Value returns the peer for peerKey, and asks the parent for any other
+// key (the context package's own keys too: a child's cancellation links
+// to the parent's as through a WithValue).
+func (f *front) Value(key any) any {
+	if _, ok := key.(peerKey); ok {
+		return &f.p
+	}
+	return f.Context.Value(key)
 }
 
 // codeOverLimit is the JSON-RPC error code of a request refused by a
@@ -313,6 +338,11 @@ func (discardWriter) WriteHeader(int)             {}
 type idResolver struct{ h *HTTPServer }
 
 func (x idResolver) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	if r != nil {
+		if f, ok := r.Context().(*front); ok && f.ids.r == r && f.ids.h == x.h {
+			return &f.ids // made with the request, not boxed again
+		}
+	}
 	return idManager{x.h, r}
 }
 
@@ -365,20 +395,14 @@ func (m idManager) Terminate(id string) (bool, error) {
 // error. It returns the body, and whether the request goes on.
 func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := h.g.o.maxMessage
-	if limit <= 0 {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return nil, true // mcp-go reports a broken body
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		return body, true
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	body, err := readUpTo(r.Body, limit, r.ContentLength)
 	if err != nil {
 		return nil, true // mcp-go reports a broken body
 	}
-	if int64(len(body)) <= limit {
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	if limit <= 0 || int64(len(body)) <= limit {
+		mb := &memBody{}
+		mb.Reset(body)
+		r.Body = mb
 		return body, true
 	}
 	// Over: keep reading to measure it and find the id at its end (up
@@ -408,6 +432,52 @@ func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 	_, _ = w.Write(tooLargeResponse(frame.MessageID(head, tail), size, limit))
 	return nil, false
 }
+
+// readUpTo reads r to its end, or to limit+1 bytes (limit <= 0: no
+// limit), as io.ReadAll of an io.LimitReader does, without their
+// wrapper and their growing buffer: size, the Content-Length when the
+// request has one (else -1), sizes the buffer at once, up to
+// preallocMax (a length that no data backs yet earns no more than that).
+func readUpTo(r io.Reader, limit, size int64) ([]byte, error) {
+	n := int64(512)
+	if size >= 0 {
+		n = min(size+1, preallocMax) // +1: room for the read that sees the end
+	}
+	if limit > 0 {
+		n = min(n, limit+1)
+	}
+	buf := make([]byte, 0, n)
+	for {
+		if limit > 0 && int64(len(buf)) > limit {
+			return buf, nil
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		room := buf[len(buf):cap(buf)]
+		if limit > 0 && int64(len(buf)+len(room)) > limit+1 {
+			room = room[:limit+1-int64(len(buf))]
+		}
+		m, err := r.Read(room)
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// preallocMax bounds the buffer readUpTo makes from a Content-Length.
+const preallocMax = 64 << 10
+
+// memBody is a request body read into memory, as mcp-go reads it again:
+// io.NopCloser of a bytes.Reader, in one allocation less.
+type memBody struct{ bytes.Reader }
+
+// Close does nothing: the body is in memory.
+func (*memBody) Close() error { return nil }
 
 // bearerOK reports whether r carries token as its bearer token.
 func bearerOK(r *http.Request, token string) bool {

@@ -129,12 +129,13 @@ func (w *noteWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // countNotes wraps w so that the progress notifications written on it
 // count for r's session, or, without one, for r itself (its notes in the
-// returned request's context; see notesOf).
-func (h *HTTPServer) countNotes(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+// context returned, made of ctx, r's; see notesOf). The writer is f's.
+func (h *HTTPServer) countNotes(f *front, w http.ResponseWriter, r *http.Request, ctx context.Context) (http.ResponseWriter, context.Context) {
 	if id := r.Header.Get(server.HeaderKeySessionID); id != "" {
-		return &noteWriter{ResponseWriter: w, h: h, id: id}, r
+		f.nw = noteWriter{ResponseWriter: w, h: h, id: id}
+		return &f.nw, ctx
 	}
 	n := newNotes()
-	r = r.WithContext(context.WithValue(r.Context(), notesKey{}, n))
-	return &noteWriter{ResponseWriter: w, own: n}, r
+	f.nw = noteWriter{ResponseWriter: w, own: n}
+	return &f.nw, context.WithValue(ctx, notesKey{}, n)
 }

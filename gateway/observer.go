@@ -132,12 +132,14 @@ func (NopObserver) AuthRefused(AuthInfo) {}
 
 // outcomeOf classes the end of a request.
 func outcomeOf(res *mcp.CallToolResult, err error) string {
+	if err == nil { // before limit, which errors.As puts on the heap
+		if res != nil && res.IsError {
+			return OutcomeToolError
+		}
+		return OutcomeOK
+	}
 	var limit *limitError
 	switch {
-	case err == nil && res != nil && res.IsError:
-		return OutcomeToolError
-	case err == nil:
-		return OutcomeOK
 	case errors.Is(err, errDenied):
 		return OutcomeDenied
 	case errors.As(err, &limit), errors.Is(err, errSessionGone), errors.Is(err, errUnknownState), errors.Is(err, ErrClosed):

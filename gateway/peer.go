@@ -31,14 +31,14 @@ func peerFrom(ctx context.Context) *peer {
 	return p
 }
 
-// newPeer returns the peer of r; token says whether r was authenticated by
+// set makes p the peer of r; token says whether r was authenticated by
 // the bearer token.
-func newPeer(r *http.Request, token bool) *peer {
+func (p *peer) set(r *http.Request, token bool) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	p := &peer{addr: host, conn: r.RemoteAddr}
+	p.addr, p.conn = host, r.RemoteAddr
 	switch id := IdentityFrom(r.Context()); {
 	case id != nil:
 		// A Team's request: its credential named who it is.
@@ -52,5 +52,4 @@ func newPeer(r *http.Request, token bool) *peer {
 	default:
 		p.client = "addr " + host
 	}
-	return p
 }

@@ -41,6 +41,12 @@ import (
 //   - impl=floor: the least a gateway on this stack does: mcp-go's
 //     streamable HTTP server whose tool forwards the request to an mcp-go
 //     stdio client of the upstream, in the benchmark's process;
+//   - impl=floor-listed: the floor whose stdio client listed the
+//     upstream's tools first, as a gateway must to serve them: mcp-go's
+//     client then mirrors the x-mcp-header arguments of every tools/call
+//     into HTTP headers (SEP-2243) from the listed definition, over stdio
+//     too, where no header goes anywhere. What that costs the floor is
+//     what it costs the gateway's Manager (see BENCHMARKS.md);
 //   - impl=mcp-proxy and impl=supergateway: the gateways users pick
 //     instead, from npm (testdata/npm), each a node process of its own
 //     that starts the upstream, as their users run them (supergateway's
@@ -54,7 +60,7 @@ import (
 // answers-after-kill is 1 if it answered.
 func BenchmarkPeers(b *testing.B) {
 	inv := faultserver.Command(faultserver.ModeNormal)
-	for _, impl := range []string{"gateway", "floor", "mcp-proxy", "supergateway"} {
+	for _, impl := range []string{"gateway", "floor", "floor-listed", "mcp-proxy", "supergateway"} {
 		for _, callers := range []int{1, 16} {
 			b.Run(fmt.Sprintf("impl=%s/callers=%d", impl, callers), func(b *testing.B) {
 				url, tool := startPeer(b, impl, inv)
@@ -86,7 +92,7 @@ func BenchmarkPeers(b *testing.B) {
 				}
 				wg.Wait()
 				b.StopTimer()
-				if impl == "gateway" || impl == "floor" {
+				if impl == "gateway" || strings.HasPrefix(impl, "floor") {
 					// The process's CPU per call: client, gateway and
 					// server side in one (the upstream child's not);
 					// the node gateways' is in processes of their own.
@@ -188,7 +194,7 @@ func startPeer(b *testing.B, impl string, inv faultserver.Invocation) (url, pref
 			g.Close()
 		})
 		return ts.URL + "/mcp", "up__"
-	case "floor":
+	case "floor", "floor-listed":
 		up, err := mcpclient.NewStdioMCPClient(inv.Path, inv.EnvList(), inv.Args...)
 		if err != nil {
 			b.Fatal(err)
@@ -196,6 +202,11 @@ func startPeer(b *testing.B, impl string, inv faultserver.Invocation) (url, pref
 		b.Cleanup(func() { up.Close() })
 		if _, err := up.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
 			b.Fatal(err)
+		}
+		if impl == "floor-listed" {
+			if _, err := up.ListTools(context.Background(), mcp.ListToolsRequest{}); err != nil {
+				b.Fatal(err)
+			}
 		}
 		s := server.NewMCPServer("floor", "1")
 		forward := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -224,9 +224,12 @@ type limitedTransport struct {
 func (t *limitedTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	watched, done := t.c.silence.request(ctx)
 	resp, err := t.Stdio.SendRequest(watched, req)
-	var notMCP *NotMCPError
-	if err != nil && ctx.Err() == nil && errors.As(context.Cause(watched), &notMCP) {
-		err = &Error{Command: t.c.spec.Command, PID: t.c.pid, Err: notMCP}
+	if err != nil && ctx.Err() == nil {
+		// Declared here, not for every request: errors.As puts it on the heap.
+		var notMCP *NotMCPError
+		if errors.As(context.Cause(watched), &notMCP) {
+			err = &Error{Command: t.c.spec.Command, PID: t.c.pid, Err: notMCP}
+		}
 	}
 	done()
 	if err == nil && resp != nil && resp.Error != nil {
