@@ -172,9 +172,8 @@ type Timeouts struct {
 	// even over HTTP with no notification stream to lose. The probe may
 	// take as long as the quiet period (at least a second), or the
 	// server's call Timeout if it has one. It is a ping on the older
-	// protocol, and the first page of a list the server declares on
-	// 2026-07-28 (where mcp-go's Ping sends nothing). Negative turns it
-	// off. Defaults to DefaultIdleProbe.
+	// protocol, and server/discover on 2026-07-28 (where mcp-go's Ping
+	// sends nothing). Negative turns it off. Defaults to DefaultIdleProbe.
 	IdleProbe time.Duration
 }
 

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,10 +11,6 @@ import (
 
 // minProbeTimeout is the least time an idle probe is given to answer.
 const minProbeTimeout = time.Second
-
-// errNoProbe: a 2026-07-28 server that declares no list has nothing cheap
-// and side-effect free to be asked.
-var errNoProbe = errors.New("nothing to probe with")
 
 // idleTick runs on l's watcher once per idle-probe period. If l saw no
 // activity since the last tick and has no call in flight, it probes the
@@ -43,7 +38,7 @@ func (s *slot) idleTick(l *lease) {
 		h(s, err)
 	}
 	switch {
-	case err == nil || errors.Is(err, errNoProbe):
+	case err == nil:
 		return
 	case l.ctx.Err() != nil:
 		return // detached meanwhile
@@ -60,22 +55,17 @@ func (s *slot) idleTick(l *lease) {
 	s.lost(l, fmt.Errorf("idle probe: %w", err))
 }
 
-// probe asks the server the cheapest question that needs an answer.
+// probe asks the server the cheapest question that needs an answer: a ping
+// on the older protocol, and on 2026-07-28 (where mcp-go's Ping sends
+// nothing) server/discover, which every server of that protocol answers
+// (the connection was made with it) and which changes nothing on either
+// side. A list would do too, but mcp-go keeps the tool definitions of every
+// tools/list it decodes: a probe by tools/list held each idle server's
+// tools twice, the catalog's and the probe's.
 func probe(ctx context.Context, c *mcpclient.Client) error {
 	if !mcp.IsModernProtocol(c.ProtocolVersion()) {
 		return c.Ping(ctx)
 	}
-	caps := c.GetServerCapabilities()
-	switch {
-	case caps.Tools != nil:
-		_, err := c.ListToolsByPage(ctx, mcp.ListToolsRequest{})
-		return err
-	case caps.Prompts != nil:
-		_, err := c.ListPromptsByPage(ctx, mcp.ListPromptsRequest{})
-		return err
-	case caps.Resources != nil:
-		_, err := c.ListResourcesByPage(ctx, mcp.ListResourcesRequest{})
-		return err
-	}
-	return errNoProbe
+	_, err := c.Discover(ctx, mcp.DiscoverRequest{})
+	return err
 }

@@ -2,9 +2,13 @@ package client
 
 import (
 	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -78,5 +82,37 @@ func TestIdleProbeLeavesLiveServerAlone(t *testing.T) {
 	st, err := m.Status("s")
 	if err != nil || st.State != lifecycle.Connected || st.Generation != 1 {
 		t.Fatalf("after idle probes: %+v, %v; want Connected generation 1", st, err)
+	}
+}
+
+// A 2026-07-28 server that declares no list at all is still probed, and
+// answers: the probe is server/discover, which every server of that
+// protocol answers. (With a list as the probe, such a server had nothing
+// to be asked, and its death with no call in flight went unnoticed.)
+func TestIdleProbeOfAServerThatListsNothing(t *testing.T) {
+	s := server.NewMCPServer("bare", "1.0")
+	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(srv.Close) // after the manager's Close
+	m := newTestManager(t, WithPolicy(httpPolicy), WithTimeouts(Timeouts{IdleProbe: 5 * time.Millisecond}))
+	probes := make(chan error, 100)
+	m.onProbe = func(_ *slot, err error) {
+		select {
+		case probes <- err:
+		default:
+		}
+	}
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
+	mustWait(t, m, "s", lifecycle.Connected)
+	if st, _ := m.Status("s"); !mcp.IsModernProtocol(st.Protocol) {
+		t.Fatalf("protocol %q: the test needs a 2026-07-28 connection", st.Protocol)
+	}
+	ctx := testCtx(t)
+	select {
+	case err := <-probes:
+		if err != nil {
+			t.Fatalf("probe of a live server that lists nothing: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("no idle probe was sent")
 	}
 }
