@@ -274,8 +274,8 @@ func TestOwnRequestNotAfterClose(t *testing.T) {
 		{"listen", mcp.MethodSubscriptionsListen, nil, nil},
 		// The servers of the others declare nothing to listen for: the
 		// close would wait for the listen stream, not for the request held.
-		// The probe of a 2026-07-28 server is the first page of tools/list.
-		{"probe", mcp.MethodToolsList, []Option{WithTimeouts(Timeouts{IdleProbe: time.Millisecond})}, nil},
+		// The probe of a 2026-07-28 server is server/discover.
+		{"probe", mcp.MethodServerDiscover, []Option{WithTimeouts(Timeouts{IdleProbe: time.Millisecond})}, nil},
 		// mcp-go's server sends list_changed to in-process sessions that
 		// do not listen.
 		{"refresh", mcp.MethodToolsList, nil, func(ts *testServer) {
