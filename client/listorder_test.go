@@ -24,55 +24,45 @@ import (
 // and the tool stayed unseen until the next change (a gateway's client
 // waited for it to the end of the test, once in three CI runs).
 func TestToolAddedRightAfterTheConnectListIsSeen(t *testing.T) {
-	for _, legacy := range []bool{false, true} {
-		name := "protocol=2026-07-28"
-		if legacy {
-			name = "protocol=legacy"
-		}
-		t.Run(name, func(t *testing.T) {
-			s := server.NewMCPServer("late", "1.0", server.WithToolCapabilities(true))
-			s.AddTool(mcp.NewTool("first"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcp.NewToolResultText("first"), nil
-			})
-			inner := server.NewStreamableHTTPServer(s, server.WithStateful(true))
-			var once sync.Once
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var msg struct {
-					Method string `json:"method"`
-				}
-				if r.Method == http.MethodPost {
-					body, _ := io.ReadAll(r.Body)
-					r.Body = io.NopCloser(bytes.NewReader(body))
-					_ = json.Unmarshal(body, &msg)
-				}
-				inner.ServeHTTP(w, r)
-				if msg.Method == string(mcp.MethodToolsList) {
-					once.Do(func() { s.AddTool(mcp.NewTool("late"), nil) })
-				}
-			}))
-			t.Cleanup(srv.Close) // after the manager's Close: it waits for open streams
-			var opts []Option
-			if legacy {
-				opts = append(opts, WithHTTPOptions(mcphttp.WithLegacyProtocol()))
-			}
-			m := newTestManager(t, opts...)
-			rec := record(m)
-			mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
-			ctx := testCtx(t)
-			for {
-				rec.mu.Lock()
-				more := rec.more
-				rec.mu.Unlock()
-				if slices.Contains(publishedTools(m, "s"), "s__late") {
-					return
-				}
-				select {
-				case <-more:
-				case <-ctx.Done():
-					t.Fatalf("the tool added after the connect's list never showed: tools %v, states %v",
-						publishedTools(m, "s"), states(rec.snapshot(), "s"))
-				}
-			}
+	eachHTTPProtocol(t, func(t *testing.T, opts []Option) {
+		s := server.NewMCPServer("late", "1.0", server.WithToolCapabilities(true))
+		s.AddTool(mcp.NewTool("first"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("first"), nil
 		})
-	}
+		inner := server.NewStreamableHTTPServer(s, server.WithStateful(true))
+		var once sync.Once
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var msg struct {
+				Method string `json:"method"`
+			}
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				_ = json.Unmarshal(body, &msg)
+			}
+			inner.ServeHTTP(w, r)
+			if msg.Method == string(mcp.MethodToolsList) {
+				once.Do(func() { s.AddTool(mcp.NewTool("late"), nil) })
+			}
+		}))
+		t.Cleanup(srv.Close) // after the manager's Close: it waits for open streams
+		m := newTestManager(t, opts...)
+		rec := record(m)
+		mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
+		ctx := testCtx(t)
+		for {
+			rec.mu.Lock()
+			more := rec.more
+			rec.mu.Unlock()
+			if slices.Contains(publishedTools(m, "s"), "s__late") {
+				return
+			}
+			select {
+			case <-more:
+			case <-ctx.Done():
+				t.Fatalf("the tool added after the connect's list never showed: tools %v, states %v",
+					publishedTools(m, "s"), states(rec.snapshot(), "s"))
+			}
+		}
+	})
 }

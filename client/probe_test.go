@@ -58,26 +58,9 @@ func TestIdleProbeNoticesServerGoneWithoutCall(t *testing.T) {
 // A live, idle server is probed and left alone: its generation stays.
 func TestIdleProbeLeavesLiveServerAlone(t *testing.T) {
 	q := httpserver.StartQuiet(t, httpserver.QuietOptions{})
-	m := newTestManager(t, WithPolicy(httpPolicy), WithTimeouts(Timeouts{IdleProbe: 5 * time.Millisecond}))
-	probes := make(chan error, 100)
-	m.onProbe = func(_ *slot, err error) {
-		select {
-		case probes <- err:
-		default:
-		}
-	}
-	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: q.URL()}})
-	mustWait(t, m, "s", lifecycle.Connected)
-	ctx := testCtx(t)
+	m, probes := probedManager(t, q.URL())
 	for range 3 {
-		select {
-		case err := <-probes:
-			if err != nil {
-				t.Fatalf("probe of a live server: %v", err)
-			}
-		case <-ctx.Done():
-			t.Fatal("no idle probe was sent")
-		}
+		awaitProbe(t, probes, "a live server")
 	}
 	st, err := m.Status("s")
 	if err != nil || st.State != lifecycle.Connected || st.Generation != 1 {
@@ -93,6 +76,17 @@ func TestIdleProbeOfAServerThatListsNothing(t *testing.T) {
 	s := server.NewMCPServer("bare", "1.0")
 	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
 	t.Cleanup(srv.Close) // after the manager's Close
+	m, probes := probedManager(t, srv.URL)
+	if st, _ := m.Status("s"); !mcp.IsModernProtocol(st.Protocol) {
+		t.Fatalf("protocol %q: the test needs a 2026-07-28 connection", st.Protocol)
+	}
+	awaitProbe(t, probes, "a live server that lists nothing")
+}
+
+// probedManager connects server "s" at url with an idle probe every 5 ms,
+// and returns the probes' outcomes.
+func probedManager(t *testing.T, url string) (*Manager, <-chan error) {
+	t.Helper()
 	m := newTestManager(t, WithPolicy(httpPolicy), WithTimeouts(Timeouts{IdleProbe: 5 * time.Millisecond}))
 	probes := make(chan error, 100)
 	m.onProbe = func(_ *slot, err error) {
@@ -101,18 +95,20 @@ func TestIdleProbeOfAServerThatListsNothing(t *testing.T) {
 		default:
 		}
 	}
-	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
+	mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: url}})
 	mustWait(t, m, "s", lifecycle.Connected)
-	if st, _ := m.Status("s"); !mcp.IsModernProtocol(st.Protocol) {
-		t.Fatalf("protocol %q: the test needs a 2026-07-28 connection", st.Protocol)
-	}
-	ctx := testCtx(t)
+	return m, probes
+}
+
+// awaitProbe waits for the next probe and fails unless it was answered.
+func awaitProbe(t *testing.T, probes <-chan error, of string) {
+	t.Helper()
 	select {
 	case err := <-probes:
 		if err != nil {
-			t.Fatalf("probe of a live server that lists nothing: %v", err)
+			t.Fatalf("probe of %s: %v", of, err)
 		}
-	case <-ctx.Done():
+	case <-testCtx(t).Done():
 		t.Fatal("no idle probe was sent")
 	}
 }
