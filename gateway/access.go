@@ -73,12 +73,51 @@ func (g *Gateway) restricting() bool {
 // policyChanged makes the gateway register its catalog again as its policy
 // now decides: what it closes leaves the lists (clients are told
 // list_changed), what it opens joins them. Calls are decided by the policy
-// of the moment in any case.
-func (g *Gateway) policyChanged() {
+// of the moment in any case, but a tool the policy opens can be called only
+// once it is registered: the channel returned is closed once a
+// registration that read the policy of this moment is done, or once the
+// gateway follows its Manager no more.
+func (g *Gateway) policyChanged() <-chan struct{} {
+	done := make(chan struct{})
+	g.syncMu.Lock()
+	if g.syncEnded {
+		close(done)
+	} else {
+		g.syncWaiters = append(g.syncWaiters, done)
+	}
+	g.syncMu.Unlock()
 	select {
 	case g.resync <- struct{}{}:
-	default:
+	default: // one is pending; it takes this waiter too
 	}
+	return done
+}
+
+// resynced registers the catalog again for the policy changes signalled,
+// and tells their waiters. The waiters are taken before the registration,
+// so that each saw its policy stored before it reads it; one added after
+// signalled again and is taken by the next round.
+func (g *Gateway) resynced() {
+	g.syncMu.Lock()
+	waiters := g.syncWaiters
+	g.syncWaiters = nil
+	g.syncMu.Unlock()
+	g.syncAll()
+	for _, w := range waiters {
+		close(w)
+	}
+}
+
+// endResyncs tells the waiters of policyChanged, now and later, that no
+// registration will come: the follower has ended.
+func (g *Gateway) endResyncs() {
+	g.syncMu.Lock()
+	defer g.syncMu.Unlock()
+	g.syncEnded = true
+	for _, w := range g.syncWaiters {
+		close(w)
+	}
+	g.syncWaiters = nil
 }
 
 // admitDenied refuses, before mcp-go looks for a handler, a request of a

@@ -41,8 +41,12 @@ type Gateway struct {
 	// them use everything.
 	access func(server, tool string) Decision
 	// resync is signalled (capacity 1) when what access decides changed:
-	// the follower registers the catalog again.
-	resync chan struct{}
+	// the follower registers the catalog again and closes the waiters
+	// policyChanged gave out (syncWaiters, guarded by syncMu).
+	resync      chan struct{}
+	syncMu      sync.Mutex
+	syncWaiters []chan struct{}
+	syncEnded   bool // the follower ended: nothing waits for it
 
 	// Have their own synchronization.
 	sessions sessionTable
@@ -197,6 +201,7 @@ func (g *Gateway) Close() error {
 // the first time, which the lists wait for (see WithStartupWait); nil if
 // they do not wait.
 func (g *Gateway) follow(events <-chan client.Event, connecting map[string]bool) {
+	defer g.endResyncs()
 	var startup <-chan time.Time
 	if connecting != nil {
 		t := time.NewTimer(g.o.startupWait)
@@ -217,7 +222,7 @@ func (g *Gateway) follow(events <-chan client.Event, connecting map[string]bool)
 				"waited", g.o.startupWait, "connecting", len(connecting))
 			started()
 		case <-g.resync:
-			g.syncAll()
+			g.resynced()
 		case ev, ok := <-events:
 			if !ok {
 				return

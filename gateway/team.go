@@ -300,7 +300,9 @@ func (t *Team) Policy() *Policy { return t.policy.Load() }
 // SetPolicy replaces the policy (nil: every identity may use everything).
 // It applies at once to every request from then on, in the sessions
 // already open too: each identity's gateway registers its catalog again as
-// the new policy decides, and its clients are told list_changed.
+// the new policy decides, and its clients are told list_changed. It
+// returns once every identity's gateway that is up has done so: a tool the
+// new policy opens can be called as soon as it returns.
 func (t *Team) SetPolicy(p *Policy) error {
 	if p != nil {
 		if err := p.Validate(); err != nil {
@@ -311,13 +313,23 @@ func (t *Team) SetPolicy(p *Policy) error {
 	t.mu.Lock()
 	ms := slices.Collect(maps.Values(t.members))
 	t.mu.Unlock()
+	type resync struct{ done, closed <-chan struct{} }
+	var resyncs []resync
 	for _, m := range ms {
 		select {
 		case <-m.ready:
 			if m.err == nil {
-				m.g.policyChanged()
+				resyncs = append(resyncs, resync{m.g.policyChanged(), m.g.ctx.Done()})
 			}
 		default: // being built: it reads the policy when its build ends
+		}
+	}
+	// What the policy opens is registered, and so callable, when SetPolicy
+	// returns, as what it closes is refused.
+	for _, r := range resyncs {
+		select {
+		case <-r.done:
+		case <-r.closed:
 		}
 	}
 	t.log.Info("mcpfleet: gateway: policy replaced", "rules", ruleCount(p), "identities_up", len(ms))
