@@ -313,24 +313,21 @@ func (t *Team) SetPolicy(p *Policy) error {
 	t.mu.Lock()
 	ms := slices.Collect(maps.Values(t.members))
 	t.mu.Unlock()
-	type resync struct{ done, closed <-chan struct{} }
-	var resyncs []resync
+	var resynced []<-chan struct{}
 	for _, m := range ms {
 		select {
 		case <-m.ready:
 			if m.err == nil {
-				resyncs = append(resyncs, resync{m.g.policyChanged(), m.g.ctx.Done()})
+				resynced = append(resynced, m.g.policyChanged())
 			}
 		default: // being built: it reads the policy when its build ends
 		}
 	}
 	// What the policy opens is registered, and so callable, when SetPolicy
-	// returns, as what it closes is refused.
-	for _, r := range resyncs {
-		select {
-		case <-r.done:
-		case <-r.closed:
-		}
+	// returns, as what it closes is refused. (A closed gateway's follower
+	// has ended, which closes these too.)
+	for _, done := range resynced {
+		<-done
 	}
 	t.log.Info("mcpfleet: gateway: policy replaced", "rules", ruleCount(p), "identities_up", len(ms))
 	return nil
