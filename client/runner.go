@@ -60,6 +60,18 @@ func newRunner(s *slot, cancel context.CancelFunc, next step) *runner {
 		kick: make(chan struct{}, 1), pull: make(chan struct{}, 1), next: next}
 }
 
+// abandon cancels the loop, if there is one, and returns nil for the
+// slot's field: `s.run = s.run.abandon()` is how a slot that no longer wants
+// the loop's dials (a stop, a reconnect, a new spec) lets it go. The loop
+// learns it from its context and ends without touching the slot; a dial it
+// has in flight is dropped by applyDial, which finds s.run no longer it.
+func (r *runner) abandon() *runner {
+	if r != nil {
+		r.cancel()
+	}
+	return nil
+}
+
 // loop dials until a lease is installed, the loop is cancelled or
 // abandoned, or the budget is exhausted. In PermanentlyFailed it keeps
 // probing on the budget's slow probe schedule, without further state

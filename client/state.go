@@ -412,10 +412,7 @@ func (s *slot) reconnect(ctx context.Context) error {
 		s.rejoin = nil // the host asked for a new connection
 		s.connectLocked(lifecycle.Reconnecting, 0, false)
 	case lifecycle.PermanentlyFailed:
-		if r := s.run; r != nil { // the slow probe
-			s.run = nil
-			r.cancel()
-		}
+		s.run = s.run.abandon() // the slow probe's loop
 		s.budget.Reset()
 		s.rejoin = nil
 		s.connectLocked(lifecycle.Reconnecting, 0, false)
@@ -481,10 +478,7 @@ func (s *slot) reconfigure(ctx context.Context, spec ServerSpec, key string) err
 	case lifecycle.NeedsAuthorization:
 		s.redialLocked()
 	case lifecycle.Connecting, lifecycle.Reconnecting, lifecycle.PermanentlyFailed:
-		if r := s.run; r != nil { // dialling the old spec: abandon it
-			s.run = nil
-			r.cancel()
-		}
+		s.run = s.run.abandon() // it dials the old spec
 		s.nextRetry = time.Time{}
 		to := lifecycle.Reconnecting
 		if s.state == lifecycle.Connecting {

@@ -25,11 +25,7 @@ func (s *slot) detachLocked() *lease {
 // until the caller's teardown has closed it, so that a Remove or Close
 // that comes while a Disable is closing it waits for it too.
 func (s *slot) stopLocked(to lifecycle.State) *lease {
-	r := s.run
-	if r != nil {
-		s.run = nil
-		r.cancel()
-	}
+	s.run = s.run.abandon()
 	l := s.detachLocked()
 	if l != nil {
 		s.closing.Add(1)
