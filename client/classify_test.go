@@ -65,6 +65,11 @@ func TestClassify(t *testing.T) {
 					if why, ok := classifyKnownFailures[tr.name+"/"+c.name]; ok && !all {
 						t.Skip("TODO(issue 17): fails on today's code: " + why)
 					}
+					// Each case has its own server (a child, or a listener
+					// on a port of its own) and Manager, and much of a case
+					// is waiting: for a stream to be given up on, a child
+					// to exit, a deadline.
+					t.Parallel()
 					runClassifyCase(t, tr, c)
 				})
 			}
