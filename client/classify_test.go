@@ -65,6 +65,11 @@ func TestClassify(t *testing.T) {
 					if why, ok := classifyKnownFailures[tr.name+"/"+c.name]; ok && !all {
 						t.Skip("TODO(issue 17): fails on today's code: " + why)
 					}
+					// Each case has its own server (a child, or a listener
+					// on a port of its own) and Manager, and much of a case
+					// is waiting: for a stream to be given up on, a child
+					// to exit, a deadline.
+					t.Parallel()
 					runClassifyCase(t, tr, c)
 				})
 			}
@@ -691,7 +696,10 @@ func waitMistake(t *testing.T, m *Manager, rec *recorder, says ...string) error 
 // (10 minutes here), in PermanentlyFailed with the line quoted, once: a
 // mistake like a command not found or a server exiting at start (issue
 // 38). The shell is the issue's own server; the fault server's banner-hang
-// mode is the same on every OS.
+// mode is the same on every OS. The grace is short (300 ms, against the
+// default 3 s): the server never writes an MCP message, so no grace is
+// too short for the outcome, and the grace itself is transport/stdio's
+// to test (TestStrayWatch).
 func TestGarbageThenSilenceSettlesAsMistake(t *testing.T) {
 	bannerHang := faultSpec(faultserver.ModeBannerHang)
 	for _, tt := range []struct {
@@ -708,7 +716,8 @@ func TestGarbageThenSilenceSettlesAsMistake(t *testing.T) {
 				t.Skip("no sh on Windows; the fault server case is the same")
 			}
 			m := newTestManager(t, WithPolicy(slowPolicy), WithTimeouts(Timeouts{Dial: 10 * time.Minute}),
-				WithStdioOptions(stdio.WithCloseGrace(100*time.Millisecond), stdio.WithTermTimeout(time.Second)))
+				WithStdioOptions(stdio.WithCloseGrace(100*time.Millisecond), stdio.WithTermTimeout(time.Second),
+					stdio.WithStrayGrace(300*time.Millisecond)))
 			rec := record(m)
 			mustAdd(t, m, "s", tt.spec)
 			cause := waitMistake(t, m, rec, strconv.Quote(tt.line), "to stdout that is not an MCP message", "logs belong on stderr")

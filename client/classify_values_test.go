@@ -43,7 +43,9 @@ import (
 //     success) for an idempotent one.
 //
 // Random cases come from a seed that is logged; MCPFLEET_CLASSIFY_SEED
-// replays one.
+// replays one. The random values are drawn before each case starts, so
+// the cases, each with its own server and Manager, run in parallel and a
+// seed still replays the same values.
 func TestClassifyErrorValues(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("MCPFLEET_CLASSIFY_SEED"); s != "" {
@@ -67,6 +69,7 @@ func TestClassifyErrorValues(t *testing.T) {
 		for i := range 60 {
 			d := randomAnswer(rng)
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
 				t.Logf("answer code %d message %q", d.Code, d.Message)
 				runErrValue(t, errValueCase{answer: &d, tool: "incr"})
 			})
@@ -77,6 +80,7 @@ func TestClassifyErrorValues(t *testing.T) {
 		for name, err := range notSentValues() {
 			for _, tool := range []string{"incr", "put"} {
 				t.Run(name+"/"+tool, func(t *testing.T) {
+					t.Parallel()
 					skip(t, "not-sent/"+name)
 					runErrValue(t, errValueCase{err: err, tool: tool, notSent: true})
 				})
@@ -88,6 +92,7 @@ func TestClassifyErrorValues(t *testing.T) {
 		for name, err := range lostValues() {
 			for _, tool := range []string{"incr", "put"} {
 				t.Run(name+"/"+tool, func(t *testing.T) {
+					t.Parallel()
 					skip(t, "lost/"+name)
 					runErrValue(t, errValueCase{err: err, tool: tool, ran: true})
 				})
@@ -99,6 +104,7 @@ func TestClassifyErrorValues(t *testing.T) {
 		for i := range 20 {
 			msg := randomText(rng, false)
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
 				t.Logf("transport error %q", msg)
 				runErrValue(t, errValueCase{err: errors.New(msg), tool: "incr", ran: true})
 			})

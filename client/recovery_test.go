@@ -110,33 +110,68 @@ func TestCrashLoopEndsPermanentlyFailedFakeClock(t *testing.T) {
 	}
 }
 
-// A real stdio child killed 25 times, 2 s apart, a call answered between
-// kills: one spawn per kill, never PermanentlyFailed. The kills are counted,
-// not timed: how fast this machine respawns a child cannot fail the test.
+// A real stdio child killed again and again: one spawn per kill, never
+// PermanentlyFailed, each generation found by one dial. A connection
+// proves healthy, which resets the budget at its loss, in one of two ways
+// (internal/machine.Budget.Lost), and each subtest leaves the child only
+// the one it tests:
+//
+//   - answering: each generation answers a call and is killed at once.
+//     StableAfter is an hour, so only the answer makes it healthy.
+//   - silent: no call; each generation is killed a little more than
+//     StableAfter (150 ms) after its Connected event. The budget compares
+//     timestamps (the loss, seen after the kill, against the connect,
+//     taken before the event), so the wait only has to be longer than
+//     StableAfter, never short: a slow machine makes it longer still.
+//
+// MaxAttempts is 2: a budget that did not reset would end PermanentlyFailed
+// at the third loss of an unhealthy connection, and 10 kills are more than
+// three times that. The kills are counted, not timed: how fast this
+// machine respawns a child cannot fail the test.
 func TestServerThatKeepsComingBackRealProcess(t *testing.T) {
-	const kills = 25
-	m := newTestManager(t, WithPolicy(lifecycle.Policy{}))
-	rec := record(m)
-	mustAdd(t, m, "s", faultSpec(""))
-	waitGen(t, rec, 1)
-	for gen := uint64(1); gen <= kills; gen++ {
-		if _, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"message": "hi"}); err != nil {
-			t.Fatalf("generation %d: %v", gen, err)
-		}
-		// The interval between kills: a bounded wait on nothing, since what
-		// is tested is the schedule of faults, not a state.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		<-ctx.Done()
-		cancel()
-		pid, g := childPID(t, m, "s")
-		if g != gen {
-			t.Fatalf("runtime of generation %d, want %d: a recovery took more than one dial", g, gen)
-		}
-		kill(t, pid)
-		waitGen(t, rec, gen+1)
-	}
-	if st, _ := m.Status("s"); st.State != lifecycle.Connected || st.Generation != kills+1 {
-		t.Fatalf("after %d kills: %s at generation %d, want Connected at %d", kills, st.State, st.Generation, kills+1)
+	const kills = 10
+	for _, tt := range []struct {
+		name        string
+		answer      bool
+		stableAfter time.Duration
+		wait        time.Duration // from the Connected event to the kill
+	}{
+		{"answering", true, time.Hour, 0},
+		{"silent", false, 150 * time.Millisecond, 200 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := newTestManager(t, WithPolicy(lifecycle.Policy{MaxAttempts: 2, StableAfter: tt.stableAfter}))
+			rec := record(m)
+			mustAdd(t, m, "s", faultSpec(""))
+			waitGen(t, rec, 1)
+			for gen := uint64(1); gen <= kills; gen++ {
+				if tt.answer {
+					if _, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"message": "hi"}); err != nil {
+						t.Fatalf("generation %d: %v", gen, err)
+					}
+				}
+				if tt.wait > 0 {
+					// A bounded wait on nothing: what is tested is the
+					// schedule of faults, not a state.
+					ctx, cancel := context.WithTimeout(context.Background(), tt.wait)
+					<-ctx.Done()
+					cancel()
+				}
+				pid, g := childPID(t, m, "s")
+				if g != gen {
+					t.Fatalf("runtime of generation %d, want %d: a recovery took more than one dial", g, gen)
+				}
+				kill(t, pid)
+				waitGen(t, rec, gen+1)
+			}
+			if st, _ := m.Status("s"); st.State != lifecycle.Connected || st.Generation != kills+1 {
+				t.Fatalf("after %d kills: %s at generation %d, want Connected at %d", kills, st.State, st.Generation, kills+1)
+			}
+			if _, err := m.CallTool(testCtx(t), "s", "echo", map[string]any{"message": "hi"}); err != nil {
+				t.Fatalf("after %d kills: %v", kills, err)
+			}
+		})
 	}
 }
 
