@@ -59,13 +59,20 @@ func newUpstreams(t *testing.T) *upstreams {
 	return u
 }
 
+// fixedPorts counts the ports startFixed has tried in this process: each
+// try takes the next, so the subtests of TestRealClients, which run in
+// parallel, never try a port another one holds or has stopped to restart
+// on.
+var fixedPorts atomic.Int64
+
 // startFixed starts an HTTP upstream on a port below the kernel's range
 // of ephemeral ports (Linux's is 32768-60999): while it is stopped for a
 // restart, a client connection of the many processes the test starts
 // could otherwise take its port, and it could not come back on it.
 func startFixed(t *testing.T) *httpserver.Server {
 	t.Helper()
-	for i := range 200 {
+	for range 200 {
+		i := int(fixedPorts.Add(1))
 		port := 20000 + (os.Getpid()*7+i*131)%12000
 		s, err := httpserver.Listen(httpserver.MCPGoReadOnly, "127.0.0.1:"+strconv.Itoa(port))
 		if err == nil {
@@ -85,14 +92,26 @@ func echo(server, text string) (string, map[string]any) {
 	return server + "__echo", map[string]any{"message": text}
 }
 
+// runProc runs mcpfleet with args in a process of its own, in the
+// upstreams' state directory: cli.run would set the variable with
+// t.Setenv, which a parallel test may not.
+func (u *upstreams) runProc(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := u.c.commandContext(ctx, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mcpfleet %v: %v\n%s%s", args, err, out, stderr.String())
+	}
+	return string(out)
+}
+
 // killStdio kills the stdio upstream of the gateway: its pid comes from a
 // call of its tool pid, through the running serve's admin endpoint.
-func (u *upstreams) killStdio(t *testing.T) {
+func (u *upstreams) killStdio(ctx context.Context, t *testing.T) {
 	t.Helper()
-	code, out, errOut := u.c.run("call", "st__pid", "{}")
-	if code != exitOK {
-		t.Fatalf("pid of st: %d %s %s", code, out, errOut)
-	}
+	out := u.runProc(ctx, t, "call", "st__pid", "{}")
 	pid, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
 		t.Fatalf("pid of st: %q", out)
@@ -215,33 +234,43 @@ func exercise(t *testing.T, u *upstreams, d downstream, workers int, killStdio b
 		})
 	}
 
-	// Each fault comes once the calls that were in flight at the one
-	// before have ended: a call is replayed once, so two faults in a row on
-	// the same call could lose it twice, which the replay rule does not
-	// cover.
-	fault := func(f func()) {
-		f()
-		calls.settle(ctx, t)
+	// Each fault on a server comes once the calls that were in flight at
+	// the one before have ended: a call is replayed once, so two faults in
+	// a row on the same call could lose it twice, which the replay rule
+	// does not cover. A call goes to one server, so the first faults of a
+	// round, one on each server, come together; the wait for the calls in
+	// flight at them runs beside the wait for the tools, and ends before
+	// the next fault. Most of the test's time is spent on the Inspector
+	// CLI's processes, one per request: waits on them side by side cost
+	// one process's time, one after the other each costs its own.
+	faults := func(fs ...func()) inFlightMark {
+		for _, f := range fs {
+			f()
+		}
+		return calls.mark()
 	}
 	ch := d.listChanged()
 	for round := range 3 {
+		var group []func()
 		if killStdio {
-			fault(func() { u.killStdio(t) })
+			group = append(group, func() { u.killStdio(ctx, t) })
 		}
-		fault(func() { u.h1.Restart(t) })
-		fault(func() { u.h2.Restart(t) })
+		group = append(group, func() { u.h1.Restart(t) }, func() { u.h2.Restart(t) })
+		m := faults(group...)
 		// A change of h1's catalog: a tool added, announced.
 		drain(ch)
 		u.h1.NotifyToolsChanged()
 		u.extras++
 		extra := "h1__extra" + strconv.Itoa(u.extras)
 		waitTools(ctx, t, d, "round "+strconv.Itoa(round)+": "+extra+" added", func(n []string) bool { return slices.Contains(n, extra) })
+		calls.settle(ctx, t, m)
 		// And the restart takes it away again.
 		drain(ch)
-		fault(func() { u.h1.Restart(t) })
+		m = faults(func() { u.h1.Restart(t) })
 		waitTools(ctx, t, d, "round "+strconv.Itoa(round)+": "+extra+" gone with the restart", func(n []string) bool {
 			return !slices.Contains(n, extra) && slices.Contains(n, "h1__echo")
 		})
+		calls.settle(ctx, t, m)
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -261,10 +290,10 @@ func exercise(t *testing.T, u *upstreams, d downstream, workers int, killStdio b
 		return // no serve lives through the test to ask
 	}
 	// The faults did happen: the serve replaced the upstreams' runtimes.
-	code, out, errOut := u.c.run("status", "--json")
+	out := u.runProc(ctx, t, "status", "--json")
 	var doc struct{ Servers []admin.ServerReport }
-	if code != exitOK || json.Unmarshal([]byte(out), &doc) != nil {
-		t.Fatalf("status: %d %s %s", code, out, errOut)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("status: %v: %s", err, out)
 	}
 	want := map[string]uint64{"st": 3, "h1": 6, "h2": 3}
 	for _, r := range doc.Servers {
@@ -302,12 +331,19 @@ func (f *inFlight) end(w int) {
 	f.mu.Unlock()
 }
 
-// settle waits until every call begun before it has ended.
-func (f *inFlight) settle(ctx context.Context, t *testing.T) {
-	t.Helper()
+// inFlightMark is how many calls each worker had begun at a moment.
+type inFlightMark []int
+
+// mark returns how many calls each worker has begun so far.
+func (f *inFlight) mark() inFlightMark {
 	f.mu.Lock()
-	want := slices.Clone(f.begun)
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.begun)
+}
+
+// settle waits until every call begun before the mark has ended.
+func (f *inFlight) settle(ctx context.Context, t *testing.T, want inFlightMark) {
+	t.Helper()
 	for {
 		f.mu.Lock()
 		done := true
@@ -331,20 +367,30 @@ func (f *inFlight) settle(ctx context.Context, t *testing.T) {
 // unmodified (mcp-go's, the TypeScript SDK's, the MCP Inspector CLI), over
 // stdio and streamable HTTP, list and call the tools of three upstreams
 // (stdio and HTTP) while the upstreams are killed and restarted.
+//
+// Each subtest has upstreams, a config, a state directory and serves of
+// its own, and sets no variable of this process (runProc, not cli.run):
+// they run in parallel, with each other and with the package's other
+// parallel tests. Most of their time is spent waiting for processes
+// (the Inspector CLI starts node and a serve per request).
 func TestRealClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts many processes")
 	}
+	t.Parallel()
 	for _, tr := range []string{"stdio", "http"} {
 		t.Run("mcp-go/"+tr, func(t *testing.T) {
+			t.Parallel()
 			u := newUpstreams(t)
 			exercise(t, u, newMCPGoDownstream(t, u.c, tr), 3, true)
 		})
 		t.Run("typescript-sdk/"+tr, func(t *testing.T) {
+			t.Parallel()
 			u := newUpstreams(t)
 			exercise(t, u, newTSDownstream(t, u.c, tr), 3, true)
 		})
 		t.Run("inspector-cli/"+tr, func(t *testing.T) {
+			t.Parallel()
 			u := newUpstreams(t)
 			d := newInspectorDownstream(t, u.c, tr)
 			// Over stdio each request of the Inspector CLI starts a gateway

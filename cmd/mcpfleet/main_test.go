@@ -92,7 +92,12 @@ func (c *cli) withConfig(args []string) []string {
 // command returns the test binary as mcpfleet with args (--config added),
 // in the test's state directory.
 func (c *cli) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], c.withConfig(args)...)
+	return c.commandContext(context.Background(), args...)
+}
+
+// commandContext is command, killed when ctx ends.
+func (c *cli) commandContext(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], c.withConfig(args)...)
 	cmd.Env = append(os.Environ(), envRunCLI+"=1", envStateDir+"="+c.stateDir, "GORACE="+faultserver.NoRaceExitDelay())
 	return cmd
 }

@@ -16,11 +16,13 @@ import (
 // TestVersion: a binary built from the clone says its module version and
 // the commit it was built from (the build records it; git says which it
 // is), as `version` and `--version`; its serve tells MCP clients the same
-// version as serverInfo.version.
+// version as serverInfo.version. It runs in parallel (it sets no variable
+// of this process): the build takes seconds of its own.
 func TestVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds mcpfleet")
 	}
+	t.Parallel()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build mcpfleet with")

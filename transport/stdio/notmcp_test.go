@@ -43,7 +43,9 @@ func checkNotMCP(t *testing.T, ctx context.Context, c *Conn, err error, line, qu
 // stdout that is not a message and then nothing (the fault server's
 // banner-hang mode, on every OS) fails the handshake with the line quoted
 // once the stray grace has passed, long before the handshake's own
-// deadline.
+// deadline. It keeps the default grace (DefaultStrayGrace, waited out
+// twice: mcp-go tries server/discover, then initialize): it is the test
+// that shows a Conn watches for strays without being asked to.
 func TestBannerThenSilenceEndsHandshake(t *testing.T) {
 	c := dial(t, faultSpec(faultserver.ModeBannerHang), eofClose...)
 	ctx := testCtx(t, time.Minute)
