@@ -193,14 +193,16 @@ func (r *runner) dialOnce(ctx context.Context, legacy bool, failed *[]transport.
 	// before the stream opened went unseen until the next change (a
 	// 2026-07-28 server sends list_changed only to a stream that listens;
 	// transport/http's Ready waits until the server took it). The Manager's
-	// own stream (stdio, in process) is asked for before the lists, on the
-	// same ordered pipe.
+	// own stream (stdio, in process) is awaited likewise: until the server
+	// acknowledged it.
 	if hook, ok := conn.(transport.ReadyHook); ok {
 		if err := hook.Ready(ctx, c); err != nil {
 			return fail("ready", err)
 		}
 	}
-	m.startListen(l)
+	if err := m.awaitListen(ctx, l, m.startListen(l)); err != nil {
+		return fail("listen", err)
+	}
 	if err := fetchLists(ctx, c, init.Capabilities, dirtyTools|dirtyPrompts|dirtyResources, cfg.limits, cat); err != nil {
 		return fail("list", err)
 	}

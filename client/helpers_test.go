@@ -259,9 +259,13 @@ var fastPolicy = lifecycle.Policy{
 	ProbeInterval:   -1,
 }
 
+// newTestManager's close timeout is the product's default: a close that
+// escalates through a short grace to SIGKILL and reaps the child took over a
+// second under make stress (TestStdioFaults/ignore_SIGTERM, 1 of 20 rounds),
+// and a test that wants a shorter one sets its own.
 func newTestManager(t *testing.T, opts ...Option) *Manager {
 	t.Helper()
-	m := New(append([]Option{WithPolicy(fastPolicy), WithTimeouts(Timeouts{Ready: 2 * time.Second, Drain: time.Second, Close: time.Second})}, opts...)...)
+	m := New(append([]Option{WithPolicy(fastPolicy), WithTimeouts(Timeouts{Ready: 2 * time.Second, Drain: time.Second, Close: DefaultCloseTimeout})}, opts...)...)
 	t.Cleanup(func() {
 		if err := m.Close(); err != nil {
 			t.Logf("close: %v", err)

@@ -11,9 +11,15 @@ import (
 // The official Go SDK's server, over stdio on 2026-07-28, announces a tool
 // list change only to a client that listens for it (subscriptions/listen):
 // the Manager opens that stream itself, so the new tool reaches the View.
+//
+// The server here is slow to set up the stream (a second): the Manager is
+// Connected only once the server acknowledged it, so the tool added by the
+// first call after Connected is announced on it. Connected before that, the
+// change went to no stream and the tool never showed.
 func TestStdioListenStreamOnModernProtocol(t *testing.T) {
 	m := newTestManager(t)
 	inv := gosdkserver.Command()
+	inv.Env[gosdkserver.EnvListenDelay] = "1s"
 	mustAdd(t, m, "g", ServerSpec{Stdio: &stdio.Spec{Command: inv.Path, Args: inv.Args, Env: inv.Env}})
 	mustWait(t, m, "g", lifecycle.Connected)
 	if st, _ := m.Status("g"); st.Protocol != "2026-07-28" {

@@ -102,6 +102,9 @@ const (
 func (l *lease) onNotification(n mcp.JSONRPCNotification) {
 	var bit uint32
 	switch n.Method {
+	case mcp.MethodNotificationSubscriptionsAcknowledged:
+		l.listen.acknowledged()
+		return
 	case mcp.MethodNotificationToolsListChanged:
 		bit = dirtyTools
 	case mcp.MethodNotificationPromptsListChanged:

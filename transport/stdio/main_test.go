@@ -35,6 +35,12 @@ func TestMain(m *testing.M) {
 // and a node server's start (TestThirdPartyServers) took longer.
 const waitBound = 30 * time.Second
 
+// escalationBound bounds a Close whose options make one of its waits
+// waitBound long (eofClose's grace, a kill or term timeout): a third of it,
+// so that a Close that waited one out fails, and a slow machine's close of
+// a few hundred milliseconds does not.
+const escalationBound = waitBound / 3
+
 func testCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

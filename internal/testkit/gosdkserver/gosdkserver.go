@@ -12,12 +12,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // EnvServe, when set to any value, makes Main run the server.
 const EnvServe = "MCPFLEET_GOSDKSERVER"
+
+// EnvListenDelay, a duration (time.ParseDuration), makes the server take
+// that long before it sets up a subscriptions/listen stream: a server slow
+// to listen, with which a change made right after a client's Connected
+// would be announced to no one if the client did not wait for the
+// stream's acknowledgement.
+const EnvListenDelay = "MCPFLEET_GOSDKSERVER_LISTEN_DELAY"
 
 // Invocation is how to start the server: the test binary re-executed with
 // EnvServe set. Env holds only the variables to set on top of the host
@@ -87,6 +95,16 @@ func Main() {
 			})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added " + in.Text}}}, nil, nil
 	})
+	if d, err := time.ParseDuration(os.Getenv(EnvListenDelay)); err == nil && d > 0 {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "subscriptions/listen" {
+					time.Sleep(d) // the fault: a server slow to set up the stream
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	// Run returns when stdin reaches EOF, which is how a client closes us.
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintf(os.Stderr, "gosdkserver: %v\n", err)
