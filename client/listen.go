@@ -36,8 +36,8 @@ type listenState struct {
 	opened chan struct{}
 }
 
-// markOpenedLocked closes ch if it is still the stream's opened channel. l.mu is
-// held.
+// markOpenedLocked closes ch if it is still the stream's opened channel.
+// ls.mu is held.
 func (ls *listenState) markOpenedLocked(ch chan struct{}) {
 	if ch != nil && ls.opened == ch {
 		close(ch)
@@ -72,9 +72,6 @@ func (m *Manager) startListen(l *lease) <-chan struct{} {
 	defer l.listen.mu.Unlock()
 	l.listen.on = true
 	m.listenLocked(l, f)
-	if l.listen.opened == nil {
-		return nil
-	}
 	return l.listen.opened
 }
 
