@@ -203,7 +203,7 @@ func (r *runner) dialOnce(ctx context.Context, legacy bool, failed *[]transport.
 	if err := m.awaitListen(ctx, l, m.startListen(l)); err != nil {
 		return fail("listen", err)
 	}
-	if err := fetchLists(ctx, c, init.Capabilities, dirtyTools|dirtyPrompts|dirtyResources, cfg.limits, cat); err != nil {
+	if err := fetchLists(ctx, m.listTools(s, c), c, init.Capabilities, dirtyTools|dirtyPrompts|dirtyResources, cfg.limits, cat); err != nil {
 		return fail("list", err)
 	}
 	l.catalog = cat
@@ -211,12 +211,13 @@ func (r *runner) dialOnce(ctx context.Context, legacy bool, failed *[]transport.
 }
 
 // fetchLists fetches the lists named by which, every page, into cat,
-// within limits. A list whose capability the server did not declare is
+// within limits; tools lists a page of tools (Manager.listTools). A list whose capability the server did not declare is
 // left empty.
-func fetchLists(ctx context.Context, c *mcpclient.Client, caps mcp.ServerCapabilities, which uint32, limits Limits, cat *catalog.Catalog) error {
+func fetchLists(ctx context.Context, tools func(context.Context, mcp.ListToolsRequest) (*mcp.ListToolsResult, error),
+	c *mcpclient.Client, caps mcp.ServerCapabilities, which uint32, limits Limits, cat *catalog.Catalog) error {
 	var err error
 	if which&dirtyTools != 0 && caps.Tools != nil {
-		if cat.Tools, err = fetchPages(ctx, limits, "tools", c.ListToolsByPage, toolsPage); err != nil {
+		if cat.Tools, err = fetchPages(ctx, limits, "tools", tools, toolsPage); err != nil {
 			return err
 		}
 	}

@@ -53,6 +53,7 @@ type Manager struct {
 	roots       rootsState // the host's roots (SetRoots)
 	progress    sync.Map   // progress token -> *progressSink of a call in flight
 	progressSeq atomic.Uint64
+	rawSeq      atomic.Uint64 // numbers the Manager's raw requests (rawCall)
 
 	// wg counts every goroutine the manager starts: runners, watchers,
 	// background closes. Close waits for all of them.

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -38,8 +37,6 @@ type taskRegistry struct {
 	interval    time.Duration // when the server gives none
 	concurrency int           // polls per server at once
 	unlock      func() error  // releases the default store's lock; nil if none was taken
-
-	seq atomic.Uint64 // numbers the Manager's raw requests (rawCall)
 
 	mu      sync.Mutex // guards the fields below and the Tasks' registry fields
 	tasks   map[taskKey]*Task
@@ -640,7 +637,7 @@ func (r *taskRegistry) answer(ctx context.Context, s *slot, t *Task, inputs mcp.
 			}
 			p := taskParams(id, rs)
 			p["inputResponses"] = responses
-			_, err = r.rawCall(ctx, s, c, methodTasksUpdate, p, id, true)
+			_, err = r.m.rawCall(ctx, s, c, methodTasksUpdate, p, id, true)
 			return struct{}{}, err
 		},
 	}, nil, r.pollOptions(s), nil)

@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/transport"
@@ -41,12 +38,9 @@ import (
 //     client answers with tasks/update; tasks/cancel is an
 //     acknowledgement. Neither mcp-go v1.2.1 nor the Go SDK has it.
 //
-// Both go out through rawCall: the request as mcp-go's Client would send
-// it (its per-request _meta and standard headers on 2026-07-28, the
-// errors it would return), on the runtime's own transport, which carries
-// any JSON-RPC request. mcp-go's Client has no method for an arbitrary
-// request, and its request id counter is its own, so these requests
-// carry string ids of the Manager's that cannot meet its numbers.
+// Both go out through rawCall (rawcall.go): the request as mcp-go's
+// Client would send it, on the runtime's own transport, which carries any
+// JSON-RPC request.
 
 // taskProto is the wire form of one task.
 type taskProto uint8
@@ -134,113 +128,6 @@ func taskProtoFor(l *lease, tool string) (taskProto, error) {
 func coreTasks(caps mcp.ServerCapabilities) bool {
 	t := caps.Tasks
 	return t != nil && t.Requests != nil && t.Requests.Tools != nil && t.Requests.Tools.Call != nil
-}
-
-// rawCall sends method with params on c's transport, as c itself would
-// send a request: on 2026-07-28 with the protocol's per-request _meta
-// (protocol version, client capabilities, with the tasks extension if ext,
-// client info, log level) and its standard headers (Mcp-Method, and
-// Mcp-Name: name, the tool or the task id); an answer that is a JSON-RPC
-// error comes back as mcp-go's error for it, and every failure under it
-// wrapped in *mcptransport.Error, so that the request pipeline classifies
-// them as it does mcp-go's own. params is changed.
-func (r *taskRegistry) rawCall(ctx context.Context, s *slot, c *mcpclient.Client, method string, params map[string]any, name string, ext bool) (json.RawMessage, error) {
-	version := c.ProtocolVersion()
-	meta := map[string]any{}
-	if m := withMeta(ctx, nil); m != nil {
-		if m.ProgressToken != nil {
-			meta["progressToken"] = m.ProgressToken
-		}
-		for k, v := range m.AdditionalFields {
-			meta[k] = v
-		}
-	}
-	var header http.Header
-	if mcp.IsModernProtocol(version) {
-		s.mu.Lock()
-		level := s.logLevelLocked()
-		s.mu.Unlock()
-		meta[mcp.MetaKeyProtocolVersion] = version
-		meta[mcp.MetaKeyClientCapabilities] = r.m.clientCapabilities(c, ext)
-		meta[mcp.MetaKeyClientInfo] = r.m.opts.clientInfo
-		if level != "" {
-			meta[mcp.MetaKeyLogLevel] = level
-		}
-		header = http.Header{}
-		header.Set(mcp.HeaderMethod, method)
-		if v, ok := mcp.EncodeHeaderValue(name); ok {
-			header.Set(mcp.HeaderName, v)
-		}
-		if method == string(mcp.MethodToolsCall) {
-			if tool := r.catalogTool(s, name); tool != nil {
-				if encoded, err := json.Marshal(params); err == nil {
-					for k, v := range mcp.GenerateParamHeaders(tool, encoded) {
-						header.Set(k, v)
-					}
-				}
-			}
-		}
-	}
-	if len(meta) > 0 {
-		params["_meta"] = meta
-	}
-	req := mcptransport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId("mcpfleet-" + strconv.FormatUint(r.seq.Add(1), 36)),
-		Method:  method,
-		Params:  params,
-		Header:  header,
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, mcptransport.NewError(err)
-	}
-	resp, err := c.GetTransport().SendRequest(ctx, req)
-	if err != nil {
-		return nil, mcptransport.NewError(err)
-	}
-	if resp.Error != nil {
-		return nil, resp.Error.AsError()
-	}
-	return resp.Result, nil
-}
-
-// clientCapabilities are the capabilities c declares on every request, as
-// mcp-go's Client computes them from its handlers, with the tasks
-// extension when ext.
-func (m *Manager) clientCapabilities(c *mcpclient.Client, ext bool) mcp.ClientCapabilities {
-	caps := c.GetClientCapabilities()
-	if m.opts.sampling != nil && caps.Sampling == nil {
-		caps.Sampling = &mcp.SamplingCapability{}
-	}
-	if m.opts.rootsEnabled && caps.Roots == nil {
-		caps.Roots = &struct {
-			ListChanged bool `json:"listChanged,omitempty"`
-		}{ListChanged: true}
-	}
-	if ext {
-		exts := make(map[string]any, len(caps.Extensions)+1)
-		for k, v := range caps.Extensions {
-			exts[k] = v
-		}
-		exts[TaskProtocolExtension] = map[string]any{}
-		caps.Extensions = exts
-	}
-	return caps
-}
-
-// catalogTool returns the server's tool named name from its published
-// catalog, if it is there.
-func (r *taskRegistry) catalogTool(s *slot, name string) *mcp.Tool {
-	c, ok := r.m.pub.View().Catalog(s.name)
-	if !ok {
-		return nil
-	}
-	for i := range c.Tools {
-		if c.Tools[i].Name == name {
-			return &c.Tools[i]
-		}
-	}
-	return nil
 }
 
 // wireTask is a task as a server describes it, in either wire form.
@@ -441,7 +328,7 @@ func (r *taskRegistry) startSend(proto taskProto, ttl time.Duration) func(contex
 			params["task"] = tp
 		}
 		for round := 1; ; round++ {
-			raw, err := r.rawCall(ctx, s, c, string(mcp.MethodToolsCall), params, tool, proto == protoExt)
+			raw, err := r.m.rawCall(ctx, s, c, string(mcp.MethodToolsCall), params, tool, proto == protoExt)
 			if err != nil {
 				return nil, err
 			}
@@ -506,9 +393,9 @@ func (r *taskRegistry) started(s *slot, c *mcpclient.Client, tool string, proto 
 func (r *taskRegistry) taskCall(ctx context.Context, s *slot, c *mcpclient.Client, t *Task, method string, params map[string]any, name string, ext bool) (json.RawMessage, error) {
 	bound := t.boundSession(s, c)
 	if bound == "" {
-		return r.rawCall(ctx, s, c, method, params, name, ext)
+		return r.m.rawCall(ctx, s, c, method, params, name, ext)
 	}
-	raw, err := r.rawCall(transport.WithSession(ctx, bound), s, c, method, params, name, ext)
+	raw, err := r.m.rawCall(transport.WithSession(ctx, bound), s, c, method, params, name, ext)
 	if !errors.Is(err, transport.ErrSessionGone) {
 		return raw, err
 	}
@@ -520,7 +407,7 @@ func (r *taskRegistry) taskCall(ctx context.Context, s *slot, c *mcpclient.Clien
 	}
 	t.mu.Unlock()
 	r.saveLater(t)
-	return r.rawCall(ctx, s, c, method, params, name, ext)
+	return r.m.rawCall(ctx, s, c, method, params, name, ext)
 }
 
 // boundSession returns the session t is to be asked about in on c's

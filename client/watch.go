@@ -167,7 +167,7 @@ func (s *slot) refresh(l *lease) {
 	}
 	ctx, cancel := l.watcherCtx(s.m.opts.dialTimeout)
 	var fresh catalog.Catalog
-	err := fetchLists(ctx, l.client, l.catalog.Capabilities, which, s.config().limits, &fresh)
+	err := fetchLists(ctx, s.m.listTools(s, l.client), l.client, l.catalog.Capabilities, which, s.config().limits, &fresh)
 	cancel()
 	l.endOwn()
 	if connErr(l.conn) != nil {
