@@ -40,7 +40,8 @@ import (
 //     (the others have none);
 //   - impl=floor: the least a gateway on this stack does: mcp-go's
 //     streamable HTTP server whose tool forwards the request to an mcp-go
-//     stdio client of the upstream, in the benchmark's process;
+//     stdio client of the upstream (which names itself, as every MCP
+//     client must), in the benchmark's process;
 //   - impl=floor-listed: the floor whose stdio client listed the
 //     upstream's tools first, as a gateway must to serve them: mcp-go's
 //     client then mirrors the x-mcp-header arguments of every tools/call
@@ -203,7 +204,12 @@ func startPeer(b *testing.B, impl string, inv faultserver.Invocation) (url, pref
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { up.Close() })
-		if _, err := up.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+		// A client names itself (clientInfo is required by every
+		// protocol revision's initialize, and 2026-07-28 carries it in
+		// every request's _meta), as the gateway's Manager does.
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "floor", Version: "1"}
+		if _, err := up.Initialize(context.Background(), init); err != nil {
 			b.Fatal(err)
 		}
 		if impl == "floor-listed" {
