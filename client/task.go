@@ -392,7 +392,9 @@ type taskWatch struct{ ch chan TaskInfo }
 
 // tellLocked hands every watcher what t is now, and closes them once t's
 // outcome is known. t.mu is held: the sends are ordered, and never meet a
-// close.
+// close. Every watcher has the outcome before any channel closes, so a
+// watcher that reads once another's channel closed (the task ended) never
+// reads a value from before the end.
 func (t *Task) tellLocked() {
 	if len(t.watchers) == 0 {
 		return
@@ -410,11 +412,11 @@ func (t *Task) tellLocked() {
 				}
 			}
 		}
-		if t.finished {
-			close(w.ch)
-		}
 	}
 	if t.finished {
+		for w := range t.watchers {
+			close(w.ch)
+		}
 		t.watchers = nil
 	}
 }
