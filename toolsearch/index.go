@@ -102,7 +102,11 @@ type Index struct {
 	// weighted idf: what the lexicon costs a search.
 	relatedMaxDF float32
 	relatedMax   int
-	hybrid       *Hybrid // nil: words alone
+	// nbWeights weigh the embeddings' neighbours, and nearMax is the
+	// most of them a query word keeps by weighted idf.
+	nbWeights nbWeights
+	nearMax   int
+	hybrid    *Hybrid // nil: words alone
 
 	embedMu sync.Mutex // serializes Embed calls; taken before mu
 

@@ -347,6 +347,7 @@ type queryTerm struct {
 	arg     bool
 	synonym bool // a synonym of the word, or a word the lexicon relates
 	lexical bool // a word the lexicon relates
+	near    bool // a neighbour of the word in the embeddings' table
 	phrase  bool // a word of a phrase the lexicon knows ("get rid of")
 }
 
@@ -364,7 +365,7 @@ const phraseWordWeight = 0.2
 //
 // seen, when not nil, is a map queryTerms may clear and use, so that a
 // query with many related words costs no allocation.
-func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, dst []queryTerm, seen map[string]int) []queryTerm {
+func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, nw *nbWeights, dst []queryTerm, seen map[string]int) []queryTerm {
 	dst = dst[:0]
 	// The concepts in the order the words came, for the lexicon's
 	// compounds ("throw away").
@@ -441,6 +442,43 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, d
 						w.weight = min(w.weight, phraseWordWeight)
 						w.phrase = true
 					}
+				}
+			}
+		}
+	}
+	if v.neighbours != nil && nw != nil && nw.weight > 0 {
+		if seen == nil {
+			seen = map[string]int{}
+		}
+		if v.lexicon == nil || lw == nil {
+			clear(seen)
+			for i, q := range dst {
+				seen[q.term] = i
+			}
+		}
+		for c := range words {
+			if dst[c].arg || dst[c].phrase {
+				continue
+			}
+			sp, ok := v.neighbours.related[dst[c].term]
+			if !ok {
+				continue
+			}
+			kept := 0
+			for _, r := range v.neighbours.of(sp) {
+				w := nw.of(r.sim)
+				if w == 0 || nw.max > 0 && kept == nw.max {
+					break
+				}
+				kept++
+				term := v.neighbours.terms[r.term]
+				i, ok := seen[term]
+				switch {
+				case !ok:
+					seen[term] = len(dst)
+					dst = append(dst, queryTerm{term: term, weight: w, synonym: true, near: true, concept: c})
+				case dst[i].concept == c && dst[i].synonym && dst[i].weight < w:
+					dst[i].weight = w
 				}
 			}
 		}

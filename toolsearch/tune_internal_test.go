@@ -255,3 +255,132 @@ func TestTuneLexicon(t *testing.T) {
 		}
 	}
 }
+
+// quality is recall@1, recall@5 and MRR on the sets the third pass tunes
+// on: users.json's tuning half (chosen by), its other half (checked on),
+// the project's queries and MetaTool. It reads no held-out query.
+type quality [4][3]float64
+
+func scoreSet(x *Index, queries []toolcorpus.Query) (r [3]float64) {
+	for _, q := range queries {
+		hits, _ := x.Search(Query{Text: q.Text, K: 10})
+		rank := slices.IndexFunc(hits, func(h Hit) bool { return q.Right(h.Qualified) }) + 1
+		if rank > 0 {
+			r[2] += 1 / float64(rank)
+			if rank <= 5 {
+				r[1]++
+			}
+			if rank == 1 {
+				r[0]++
+			}
+		}
+	}
+	n := float64(len(queries))
+	return [3]float64{r[0] / n, r[1] / n, r[2] / n}
+}
+
+// third is the tuning bench of the third pass.
+type third struct {
+	*tuneBench
+	check []toolcorpus.Query
+}
+
+func newThird(t testing.TB) *third {
+	b := &third{tuneBench: newTuneBench(t)}
+	all, err := toolcorpus.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.check = toolcorpus.Split(all, toolcorpus.HeldOut)
+	return b
+}
+
+func (b *third) eval(voc *Vocabulary, set func(*Index)) (q quality) {
+	opts := []Option{}
+	if voc != nil {
+		opts = append(opts, WithVocabulary(voc))
+	}
+	x := New(opts...)
+	if set != nil {
+		set(x)
+	}
+	x.Sync(b.v)
+	q[0], q[1], q[2] = scoreSet(x, b.users), scoreSet(x, b.check), scoreSet(x, b.project)
+	m := New(opts...)
+	if set != nil {
+		set(m)
+	}
+	if err := m.Put(toolcorpus.MetaToolServer, b.mtTools...); err != nil {
+		panic(err)
+	}
+	q[3] = scoreSet(m, b.mtQueries)
+	return q
+}
+
+func (q quality) String() string {
+	return fmt.Sprintf("tuning %.3f %.3f %.3f | check %.3f %.3f %.3f | project %.3f %.3f %.3f | metatool %.3f %.3f %.3f",
+		q[0][0], q[0][1], q[0][2], q[1][0], q[1][1], q[1][2], q[2][0], q[2][1], q[2][2], q[3][0], q[3][1], q[3][2])
+}
+
+// TestTuneNeighbours prints the quality of the index with the embeddings'
+// neighbours at several weights, similarity floors and counts.
+//
+//	TOOLSEARCH_TUNE=1 go test -run TestTuneNeighbours -v ./toolsearch/
+func TestTuneNeighbours(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
+	}
+	path := os.Getenv("TOOLSEARCH_NEIGHBOURS")
+	table, err := os.ReadFile(path)
+	if err != nil {
+		t.Skipf("no table at TOOLSEARCH_NEIGHBOURS=%q: npm ci --prefix internal/testkit/embeddings/npm --ignore-scripts --no-audit --no-fund && go run ./internal/testkit/embeddings -k 20 -min-sim 0.45 -out /tmp/nb.txt.gz", path)
+	}
+	nb := compileNeighbours(table)
+	b := newThird(t)
+	with := func(x *Index) {
+		voc := *x.voc
+		voc.neighbours = nb
+		x.voc = &voc
+	}
+	t.Logf("%-36s %s", "default", b.eval(nil, nil))
+	// Without the lexicon's cut by document frequency (a neighbour more
+	// than 1% of the tools hold counts too), with the lexicon off.
+	for _, w := range []float32{0.3, 0.5} {
+		for _, ms := range []float32{0.5, 0.6} {
+			nw := nbWeights{weight: w, minSim: ms, max: 10}
+			t.Logf("w %.1f min %.2f k 10, no df cut %-8s %s", w, ms, "", b.eval(nil, func(x *Index) { with(x); x.nbWeights, x.nearMax, x.relatedMaxDF = nw, 3, 0 }))
+			t.Logf("w %.1f min %.2f k 10, no lexicon %-8s %s", w, ms, "", b.eval(nil, func(x *Index) { with(x); x.nbWeights, x.nearMax, x.lexWeights = nw, 3, lexWeights{} }))
+		}
+	}
+	t.Logf("%-36s %s", "no lexicon", b.eval(nil, func(x *Index) { x.lexWeights = lexWeights{} }))
+	if os.Getenv("TOOLSEARCH_TUNE") != "all" {
+		return
+	}
+	for _, w := range []float32{0.3, 0.5, 0.7} {
+		for _, ms := range []float32{0.5, 0.6, 0.7} {
+			for _, k := range []int{3, 10} {
+				for _, keep := range []int{0, 3} {
+					nw := nbWeights{weight: w, minSim: ms, max: k}
+					t.Logf("w %.1f min %.2f k %2d keep %d %-10s %s", w, ms, k, keep, "", b.eval(nil, func(x *Index) { with(x); x.nbWeights, x.nearMax = nw, keep }))
+				}
+			}
+		}
+	}
+}
+
+// TestTuneThird prints the variants of the third pass that need no
+// table: the lexicon's cuts, ...
+//
+//	TOOLSEARCH_TUNE=1 go test -run TestTuneThird -v ./toolsearch/
+func TestTuneThird(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
+	}
+	b := newThird(t)
+	t.Logf("%-36s %s", "default", b.eval(nil, nil))
+	for _, df := range []float32{0, 0.02, 0.05, 0.1} {
+		for _, keep := range []int{3, 5, 8} {
+			t.Logf("related max df %.2f keep %d %-10s %s", df, keep, "", b.eval(nil, func(x *Index) { x.relatedMaxDF, x.relatedMax = df, keep }))
+		}
+	}
+}

@@ -175,6 +175,7 @@ type vocab struct {
 	stop          map[string]bool
 	synonyms      map[string][]string // term -> the other terms of its groups
 	lexicon       *lexicon            // nil: none
+	neighbours    *neighbours         // nil: none
 }
 
 // compile builds the vocab of v: long forms and synonyms go through the
