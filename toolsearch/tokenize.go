@@ -304,11 +304,22 @@ func stem(w string) string {
 	}
 	for _, suf := range []string{"ation", "ion", "ment", "er", "ly", "e", "y"} {
 		if base, ok := strings.CutSuffix(w, suf); ok && len(base) >= 3 && hasVowel(base) {
+			if stemVariant == 1 && suf != "e" && suf != "y" {
+				for _, end := range []string{"e", "y"} {
+					if b, ok := strings.CutSuffix(base, end); ok && len(b) >= 3 && hasVowel(b) {
+						return b
+					}
+				}
+			}
 			return base
 		}
 	}
 	return w
 }
+
+var stemVariant int
+
+var joinWeight float32
 
 // undouble turns "stopp" (of stopped) back into "stop", but keeps the ll of
 // "install" and the ss of "pass".
@@ -443,6 +454,21 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, n
 						w.phrase = true
 					}
 				}
+			}
+		}
+	}
+	// Two words in a row may be one word of the tools ("roll back" and
+	// rollback, "set up" and setup): the joined word is a related term of
+	// the first.
+	if joinWeight > 0 {
+		for i := 0; i+1 < len(seq); i++ {
+			a, b := &dst[seq[i]], &dst[seq[i+1]]
+			if a.arg || b.arg || a.concept >= words || b.concept >= words {
+				continue
+			}
+			j := stem(a.term + b.term)
+			if !slices.ContainsFunc(dst, func(q queryTerm) bool { return q.term == j }) {
+				dst = append(dst, queryTerm{term: j, weight: joinWeight, synonym: true, concept: a.concept})
 			}
 		}
 	}

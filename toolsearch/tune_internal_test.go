@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -383,4 +384,121 @@ func TestTuneThird(t *testing.T) {
 			t.Logf("related max df %.2f keep %d %-10s %s", df, keep, "", b.eval(nil, func(x *Index) { x.relatedMaxDF, x.relatedMax = df, keep }))
 		}
 	}
+}
+
+// TestTuneStem measures the stemmer's variants.
+func TestTuneStem(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
+	}
+	b := newThird(t)
+	for _, v := range []int{0, 1} {
+		stemVariant = v
+		lx := compileLexicon()
+		voc := DefaultVocabulary().compile()
+		voc.lexicon = lx
+		t.Logf("stem variant %d %-20s %s", v, "", b.eval(nil, func(x *Index) { x.voc = voc }))
+	}
+	stemVariant = 0
+}
+
+func TestTuneJoin(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
+	}
+	b := newThird(t)
+	for _, w := range []float32{0, 0.5, 0.8, 1} {
+		joinWeight = w
+		t.Logf("join %.1f %-20s %s", w, "", b.eval(nil, nil))
+	}
+	joinWeight = 0
+}
+
+// TestTuneLexiconTables measures lexicon tables written with other
+// settings of internal/testkit/wordnet, given as TOOLSEARCH_LEXICONS (a
+// comma-separated list of files).
+//
+//	go run ./internal/testkit/wordnet -min-share 0.1 -out /tmp/lex-0.1.txt.gz
+//	TOOLSEARCH_TUNE=1 TOOLSEARCH_LEXICONS=/tmp/lex-0.1.txt.gz go test -run TestTuneLexiconTables -v ./toolsearch/
+func TestTuneLexiconTables(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" || os.Getenv("TOOLSEARCH_LEXICONS") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 TOOLSEARCH_LEXICONS=table.txt.gz,... runs the measure")
+	}
+	b := newThird(t)
+	t.Logf("%-28s %s", "committed", b.eval(nil, nil))
+	saved := lexiconTable
+	defer func() { lexiconTable = saved }()
+	for _, path := range strings.Split(os.Getenv("TOOLSEARCH_LEXICONS"), ",") {
+		table, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lexiconTable = table
+		lx := compileLexicon()
+		voc := DefaultVocabulary().compile()
+		voc.lexicon = lx
+		t.Logf("%-28s %s", path, b.eval(nil, func(x *Index) { x.voc = voc }))
+	}
+}
+
+// TestTuneWeightsThird searches the field weights, BM25's k1 and b and
+// the synonym weight again, choosing on users.json's tuning half and
+// printing its other half, the project's queries and MetaTool beside.
+//
+//	TOOLSEARCH_TUNE=1 go test -run TestTuneWeightsThird -v ./toolsearch/
+func TestTuneWeightsThird(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
+	}
+	b := newThird(t)
+	type result struct {
+		desc string
+		q    quality
+	}
+	var results []result
+	for _, name := range []float64{1.5, 2, 3} {
+		for _, title := range []float64{1, 2} {
+			for _, desc := range []float64{0.3, 0.5, 1} {
+				for _, params := range []float64{0.15, 0.3, 0.6} {
+					for _, server := range []float64{1.5, 3} {
+						for _, k1 := range []float64{0.5, 0.8, 1.2} {
+							for _, bb := range []float64{0.5, 0.75, 0.9} {
+								w := Weights{Name: name, Server: server, Title: title, Description: desc, Params: params, ParamDescriptions: params / 2}
+								q := b.eval(nil, func(x *Index) { x.weights = w.array(); x.k1, x.b = float32(k1), float32(bb) })
+								results = append(results, result{fmt.Sprintf("%+v k1=%.1f b=%.2f", w, k1, bb), q})
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.SliceStable(results, func(i, j int) bool {
+		return results[i].q[0][1]+results[i].q[0][2] > results[j].q[0][1]+results[j].q[0][2]
+	})
+	for _, r := range results[:15] {
+		t.Logf("%s | %s", r.q, r.desc)
+	}
+}
+
+// TestTuneGroupsThird prints what each synonym group and each
+// abbreviation brings (recall@5 + MRR) on users.json's tuning half and on
+// its other half apart, and on MetaTool.
+func TestTuneGroupsThird(t *testing.T) {
+	if os.Getenv("TOOLSEARCH_TUNE") == "" {
+		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
+	}
+	b := newThird(t)
+	all := b.eval(nil, nil)
+	gain := func(q quality, i int) float64 { return all[i][1] + all[i][2] - q[i][1] - q[i][2] }
+	for i, g := range DefaultVocabulary().Synonyms() {
+		voc := DefaultVocabulary()
+		voc.groups = slices.Delete(slices.Clone(voc.groups), i, i+1)
+		q := b.eval(voc, nil)
+		t.Logf("group %-60v tuning %+.3f check %+.3f project %+.3f metatool %+.3f", g, gain(q, 0), gain(q, 1), gain(q, 2), gain(q, 3))
+	}
+	voc := DefaultVocabulary()
+	voc.groups = nil
+	q := b.eval(voc, nil)
+	t.Logf("all groups %-55s tuning %+.3f check %+.3f project %+.3f metatool %+.3f", "", gain(q, 0), gain(q, 1), gain(q, 2), gain(q, 3))
 }

