@@ -74,7 +74,7 @@ func BenchmarkQueryTerms(b *testing.B) {
 			seen := map[string]int{}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				dst = voc.queryTerms(queries[i%len(queries)].Text, SynonymWeight, &lw, nil, dst, seen)
+				dst = voc.queryTerms(queries[i%len(queries)].Text, SynonymWeight, &lw, dst, seen)
 			}
 		})
 	}

@@ -352,7 +352,7 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 	if s.seen == nil {
 		s.seen = map[string]int{}
 	}
-	s.terms = x.voc.queryTerms(text, x.synonymWeight, &x.lexWeights, &x.nbWeights, s.terms, s.seen)
+	s.terms = x.voc.queryTerms(text, x.synonymWeight, &x.lexWeights, s.terms, s.seen)
 
 	n := float32(len(x.byName))
 	var avg [numFields]float32
@@ -396,10 +396,20 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 		wordHeld := false
 		s.inConcept = s.inConcept[:0]
 		// Of the lexicon's words, only the best relatedMax by weighted
-		// idf count, and of the neighbours the best nearMax: the rest
-		// would seldom change the ranking.
-		cut := x.cutLocked(s, s.terms[start:end], n, maxDF, false, x.relatedMax)
-		nearCut := x.cutLocked(s, s.terms[start:end], n, maxDF, true, x.nearMax)
+		// idf count: the rest would seldom change the ranking.
+		cut := float32(0)
+		if x.relatedMax > 0 {
+			s.widf = s.widf[:0]
+			for _, qt := range s.terms[start:end] {
+				if tid, ok := x.termID[qt.term]; ok && qt.lexical && len(x.postings[tid]) <= maxDF {
+					s.widf = append(s.widf, qt.weight*idf(n, float32(len(x.postings[tid]))))
+				}
+			}
+			if len(s.widf) > x.relatedMax {
+				slices.SortFunc(s.widf, func(a, b float32) int { return cmp.Compare(b, a) })
+				cut = s.widf[x.relatedMax-1]
+			}
+		}
 		for _, qt := range s.terms[start:end] {
 			tid, ok := x.termID[qt.term]
 			if !ok {
@@ -407,11 +417,11 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 			}
 			wordHeld = wordHeld || !qt.synonym
 			list := x.postings[tid]
-			if (qt.lexical || qt.near) && len(list) > maxDF {
+			if qt.lexical && len(list) > maxDF {
 				continue
 			}
 			idf := qt.weight * idf(n, float32(len(list)))
-			if qt.lexical && idf < cut || qt.near && idf < nearCut {
+			if qt.lexical && idf < cut {
 				continue
 			}
 			s.visited += len(list)
@@ -468,26 +478,6 @@ func (x *Index) rankLocked(text string, f filter, k int) []Hit {
 		s.score[id] = 0
 	}
 	return hits
-}
-
-// cutLocked returns the weighted idf under which the lexicon's words
-// (near false) or the neighbours (near true) of one concept are left out,
-// so that keep of them count; 0 for no cut.
-func (x *Index) cutLocked(s *scratch, terms []queryTerm, n float32, maxDF int, near bool, keep int) float32 {
-	if keep <= 0 {
-		return 0
-	}
-	s.widf = s.widf[:0]
-	for _, qt := range terms {
-		if tid, ok := x.termID[qt.term]; ok && (near && qt.near || !near && qt.lexical) && len(x.postings[tid]) <= maxDF {
-			s.widf = append(s.widf, qt.weight*idf(n, float32(len(x.postings[tid]))))
-		}
-	}
-	if len(s.widf) <= keep {
-		return 0
-	}
-	slices.SortFunc(s.widf, func(a, b float32) int { return cmp.Compare(b, a) })
-	return s.widf[keep-1]
 }
 
 // relatedMinDF is the least maxDF of a search: in a small index, a word

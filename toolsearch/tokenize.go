@@ -304,22 +304,11 @@ func stem(w string) string {
 	}
 	for _, suf := range []string{"ation", "ion", "ment", "er", "ly", "e", "y"} {
 		if base, ok := strings.CutSuffix(w, suf); ok && len(base) >= 3 && hasVowel(base) {
-			if stemVariant == 1 && suf != "e" && suf != "y" {
-				for _, end := range []string{"e", "y"} {
-					if b, ok := strings.CutSuffix(base, end); ok && len(b) >= 3 && hasVowel(b) {
-						return b
-					}
-				}
-			}
 			return base
 		}
 	}
 	return w
 }
-
-var stemVariant int
-
-var joinWeight float32
 
 // undouble turns "stopp" (of stopped) back into "stop", but keeps the ll of
 // "install" and the ss of "pass".
@@ -358,7 +347,6 @@ type queryTerm struct {
 	arg     bool
 	synonym bool // a synonym of the word, or a word the lexicon relates
 	lexical bool // a word the lexicon relates
-	near    bool // a neighbour of the word in the embeddings' table
 	phrase  bool // a word of a phrase the lexicon knows ("get rid of")
 }
 
@@ -376,7 +364,7 @@ const phraseWordWeight = 0.2
 //
 // seen, when not nil, is a map queryTerms may clear and use, so that a
 // query with many related words costs no allocation.
-func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, nw *nbWeights, dst []queryTerm, seen map[string]int) []queryTerm {
+func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, dst []queryTerm, seen map[string]int) []queryTerm {
 	dst = dst[:0]
 	// The concepts in the order the words came, for the lexicon's
 	// compounds ("throw away").
@@ -453,58 +441,6 @@ func (v *vocab) queryTerms(text string, synonymWeight float32, lw *lexWeights, n
 						w.weight = min(w.weight, phraseWordWeight)
 						w.phrase = true
 					}
-				}
-			}
-		}
-	}
-	// Two words in a row may be one word of the tools ("roll back" and
-	// rollback, "set up" and setup): the joined word is a related term of
-	// the first.
-	if joinWeight > 0 {
-		for i := 0; i+1 < len(seq); i++ {
-			a, b := &dst[seq[i]], &dst[seq[i+1]]
-			if a.arg || b.arg || a.concept >= words || b.concept >= words {
-				continue
-			}
-			j := stem(a.term + b.term)
-			if !slices.ContainsFunc(dst, func(q queryTerm) bool { return q.term == j }) {
-				dst = append(dst, queryTerm{term: j, weight: joinWeight, synonym: true, concept: a.concept})
-			}
-		}
-	}
-	if v.neighbours != nil && nw != nil && nw.weight > 0 {
-		if seen == nil {
-			seen = map[string]int{}
-		}
-		if v.lexicon == nil || lw == nil {
-			clear(seen)
-			for i, q := range dst {
-				seen[q.term] = i
-			}
-		}
-		for c := range words {
-			if dst[c].arg || dst[c].phrase {
-				continue
-			}
-			sp, ok := v.neighbours.related[dst[c].term]
-			if !ok {
-				continue
-			}
-			kept := 0
-			for _, r := range v.neighbours.of(sp) {
-				w := nw.of(r.sim)
-				if w == 0 || nw.max > 0 && kept == nw.max {
-					break
-				}
-				kept++
-				term := v.neighbours.terms[r.term]
-				i, ok := seen[term]
-				switch {
-				case !ok:
-					seen[term] = len(dst)
-					dst = append(dst, queryTerm{term: term, weight: w, synonym: true, near: true, concept: c})
-				case dst[i].concept == c && dst[i].synonym && dst[i].weight < w:
-					dst[i].weight = w
 				}
 			}
 		}

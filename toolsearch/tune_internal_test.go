@@ -5,7 +5,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -101,17 +100,25 @@ func TestTune(t *testing.T) {
 	}
 }
 
-// TestTuneAbstention calibrates the abstention rule on the tuning half:
-// for each weight of unseen words and each MinMatch it prints how many
-// no-answer queries abstain and how much recall@5 drops, and keeps the
-// pairs that drop it by 0.02 at most. It reads no held-out query.
+// TestTuneAbstention calibrates the abstention rule on users.json and
+// noanswer.json, both halves (the third pass of issue 39 made both tuning
+// data): for each weight of unseen words and each MinMatch it prints how
+// many no-answer queries abstain and how much recall@5 drops, and keeps
+// the pairs that drop it by 0.02 at most. It reads no held-out query.
 //
-//	TOOLSEARCH_TUNE=1 go test -run TestTuneAbstention -v ./toolsearch/
+//	TOOLSEARCH_TUNE=1 go test -run 'TestTuneAbstention$' -v ./toolsearch/
 func TestTuneAbstention(t *testing.T) {
 	if os.Getenv("TOOLSEARCH_TUNE") == "" {
 		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
 	}
-	_, users, none := tuneSets(t)
+	users, err := toolcorpus.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := toolcorpus.NoAnswer()
+	if err != nil {
+		t.Fatal(err)
+	}
 	servers, err := toolcorpus.Servers()
 	if err != nil {
 		t.Fatal(err)
@@ -255,250 +262,4 @@ func TestTuneLexicon(t *testing.T) {
 			t.Logf("kind %d weight %.1f %-24s %s", k, w, "", fmtEval(b.eval(func(x *Index) { x.lexWeights = lw })))
 		}
 	}
-}
-
-// quality is recall@1, recall@5 and MRR on the sets the third pass tunes
-// on: users.json's tuning half (chosen by), its other half (checked on),
-// the project's queries and MetaTool. It reads no held-out query.
-type quality [4][3]float64
-
-func scoreSet(x *Index, queries []toolcorpus.Query) (r [3]float64) {
-	for _, q := range queries {
-		hits, _ := x.Search(Query{Text: q.Text, K: 10})
-		rank := slices.IndexFunc(hits, func(h Hit) bool { return q.Right(h.Qualified) }) + 1
-		if rank > 0 {
-			r[2] += 1 / float64(rank)
-			if rank <= 5 {
-				r[1]++
-			}
-			if rank == 1 {
-				r[0]++
-			}
-		}
-	}
-	n := float64(len(queries))
-	return [3]float64{r[0] / n, r[1] / n, r[2] / n}
-}
-
-// third is the tuning bench of the third pass.
-type third struct {
-	*tuneBench
-	check []toolcorpus.Query
-}
-
-func newThird(t testing.TB) *third {
-	b := &third{tuneBench: newTuneBench(t)}
-	all, err := toolcorpus.Users()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.check = toolcorpus.Split(all, toolcorpus.HeldOut)
-	return b
-}
-
-func (b *third) eval(voc *Vocabulary, set func(*Index)) (q quality) {
-	opts := []Option{}
-	if voc != nil {
-		opts = append(opts, WithVocabulary(voc))
-	}
-	x := New(opts...)
-	if set != nil {
-		set(x)
-	}
-	x.Sync(b.v)
-	q[0], q[1], q[2] = scoreSet(x, b.users), scoreSet(x, b.check), scoreSet(x, b.project)
-	m := New(opts...)
-	if set != nil {
-		set(m)
-	}
-	if err := m.Put(toolcorpus.MetaToolServer, b.mtTools...); err != nil {
-		panic(err)
-	}
-	q[3] = scoreSet(m, b.mtQueries)
-	return q
-}
-
-func (q quality) String() string {
-	return fmt.Sprintf("tuning %.3f %.3f %.3f | check %.3f %.3f %.3f | project %.3f %.3f %.3f | metatool %.3f %.3f %.3f",
-		q[0][0], q[0][1], q[0][2], q[1][0], q[1][1], q[1][2], q[2][0], q[2][1], q[2][2], q[3][0], q[3][1], q[3][2])
-}
-
-// TestTuneNeighbours prints the quality of the index with the embeddings'
-// neighbours at several weights, similarity floors and counts.
-//
-//	TOOLSEARCH_TUNE=1 go test -run TestTuneNeighbours -v ./toolsearch/
-func TestTuneNeighbours(t *testing.T) {
-	if os.Getenv("TOOLSEARCH_TUNE") == "" {
-		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
-	}
-	path := os.Getenv("TOOLSEARCH_NEIGHBOURS")
-	table, err := os.ReadFile(path)
-	if err != nil {
-		t.Skipf("no table at TOOLSEARCH_NEIGHBOURS=%q: npm ci --prefix internal/testkit/embeddings/npm --ignore-scripts --no-audit --no-fund && go run ./internal/testkit/embeddings -k 20 -min-sim 0.45 -out /tmp/nb.txt.gz", path)
-	}
-	nb := compileNeighbours(table)
-	b := newThird(t)
-	with := func(x *Index) {
-		voc := *x.voc
-		voc.neighbours = nb
-		x.voc = &voc
-	}
-	t.Logf("%-36s %s", "default", b.eval(nil, nil))
-	// Without the lexicon's cut by document frequency (a neighbour more
-	// than 1% of the tools hold counts too), with the lexicon off.
-	for _, w := range []float32{0.3, 0.5} {
-		for _, ms := range []float32{0.5, 0.6} {
-			nw := nbWeights{weight: w, minSim: ms, max: 10}
-			t.Logf("w %.1f min %.2f k 10, no df cut %-8s %s", w, ms, "", b.eval(nil, func(x *Index) { with(x); x.nbWeights, x.nearMax, x.relatedMaxDF = nw, 3, 0 }))
-			t.Logf("w %.1f min %.2f k 10, no lexicon %-8s %s", w, ms, "", b.eval(nil, func(x *Index) { with(x); x.nbWeights, x.nearMax, x.lexWeights = nw, 3, lexWeights{} }))
-		}
-	}
-	t.Logf("%-36s %s", "no lexicon", b.eval(nil, func(x *Index) { x.lexWeights = lexWeights{} }))
-	if os.Getenv("TOOLSEARCH_TUNE") != "all" {
-		return
-	}
-	for _, w := range []float32{0.3, 0.5, 0.7} {
-		for _, ms := range []float32{0.5, 0.6, 0.7} {
-			for _, k := range []int{3, 10} {
-				for _, keep := range []int{0, 3} {
-					nw := nbWeights{weight: w, minSim: ms, max: k}
-					t.Logf("w %.1f min %.2f k %2d keep %d %-10s %s", w, ms, k, keep, "", b.eval(nil, func(x *Index) { with(x); x.nbWeights, x.nearMax = nw, keep }))
-				}
-			}
-		}
-	}
-}
-
-// TestTuneThird prints the variants of the third pass that need no
-// table: the lexicon's cuts, ...
-//
-//	TOOLSEARCH_TUNE=1 go test -run TestTuneThird -v ./toolsearch/
-func TestTuneThird(t *testing.T) {
-	if os.Getenv("TOOLSEARCH_TUNE") == "" {
-		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
-	}
-	b := newThird(t)
-	t.Logf("%-36s %s", "default", b.eval(nil, nil))
-	for _, df := range []float32{0, 0.02, 0.05, 0.1} {
-		for _, keep := range []int{3, 5, 8} {
-			t.Logf("related max df %.2f keep %d %-10s %s", df, keep, "", b.eval(nil, func(x *Index) { x.relatedMaxDF, x.relatedMax = df, keep }))
-		}
-	}
-}
-
-// TestTuneStem measures the stemmer's variants.
-func TestTuneStem(t *testing.T) {
-	if os.Getenv("TOOLSEARCH_TUNE") == "" {
-		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
-	}
-	b := newThird(t)
-	for _, v := range []int{0, 1} {
-		stemVariant = v
-		lx := compileLexicon()
-		voc := DefaultVocabulary().compile()
-		voc.lexicon = lx
-		t.Logf("stem variant %d %-20s %s", v, "", b.eval(nil, func(x *Index) { x.voc = voc }))
-	}
-	stemVariant = 0
-}
-
-func TestTuneJoin(t *testing.T) {
-	if os.Getenv("TOOLSEARCH_TUNE") == "" {
-		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
-	}
-	b := newThird(t)
-	for _, w := range []float32{0, 0.5, 0.8, 1} {
-		joinWeight = w
-		t.Logf("join %.1f %-20s %s", w, "", b.eval(nil, nil))
-	}
-	joinWeight = 0
-}
-
-// TestTuneLexiconTables measures lexicon tables written with other
-// settings of internal/testkit/wordnet, given as TOOLSEARCH_LEXICONS (a
-// comma-separated list of files).
-//
-//	go run ./internal/testkit/wordnet -min-share 0.1 -out /tmp/lex-0.1.txt.gz
-//	TOOLSEARCH_TUNE=1 TOOLSEARCH_LEXICONS=/tmp/lex-0.1.txt.gz go test -run TestTuneLexiconTables -v ./toolsearch/
-func TestTuneLexiconTables(t *testing.T) {
-	if os.Getenv("TOOLSEARCH_TUNE") == "" || os.Getenv("TOOLSEARCH_LEXICONS") == "" {
-		t.Skip("TOOLSEARCH_TUNE=1 TOOLSEARCH_LEXICONS=table.txt.gz,... runs the measure")
-	}
-	b := newThird(t)
-	t.Logf("%-28s %s", "committed", b.eval(nil, nil))
-	saved := lexiconTable
-	defer func() { lexiconTable = saved }()
-	for _, path := range strings.Split(os.Getenv("TOOLSEARCH_LEXICONS"), ",") {
-		table, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lexiconTable = table
-		lx := compileLexicon()
-		voc := DefaultVocabulary().compile()
-		voc.lexicon = lx
-		t.Logf("%-28s %s", path, b.eval(nil, func(x *Index) { x.voc = voc }))
-	}
-}
-
-// TestTuneWeightsThird searches the field weights, BM25's k1 and b and
-// the synonym weight again, choosing on users.json's tuning half and
-// printing its other half, the project's queries and MetaTool beside.
-//
-//	TOOLSEARCH_TUNE=1 go test -run TestTuneWeightsThird -v ./toolsearch/
-func TestTuneWeightsThird(t *testing.T) {
-	if os.Getenv("TOOLSEARCH_TUNE") == "" {
-		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
-	}
-	b := newThird(t)
-	type result struct {
-		desc string
-		q    quality
-	}
-	var results []result
-	for _, name := range []float64{1.5, 2, 3} {
-		for _, title := range []float64{1, 2} {
-			for _, desc := range []float64{0.3, 0.5, 1} {
-				for _, params := range []float64{0.15, 0.3, 0.6} {
-					for _, server := range []float64{1.5, 3} {
-						for _, k1 := range []float64{0.5, 0.8, 1.2} {
-							for _, bb := range []float64{0.5, 0.75, 0.9} {
-								w := Weights{Name: name, Server: server, Title: title, Description: desc, Params: params, ParamDescriptions: params / 2}
-								q := b.eval(nil, func(x *Index) { x.weights = w.array(); x.k1, x.b = float32(k1), float32(bb) })
-								results = append(results, result{fmt.Sprintf("%+v k1=%.1f b=%.2f", w, k1, bb), q})
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	sort.SliceStable(results, func(i, j int) bool {
-		return results[i].q[0][1]+results[i].q[0][2] > results[j].q[0][1]+results[j].q[0][2]
-	})
-	for _, r := range results[:15] {
-		t.Logf("%s | %s", r.q, r.desc)
-	}
-}
-
-// TestTuneGroupsThird prints what each synonym group and each
-// abbreviation brings (recall@5 + MRR) on users.json's tuning half and on
-// its other half apart, and on MetaTool.
-func TestTuneGroupsThird(t *testing.T) {
-	if os.Getenv("TOOLSEARCH_TUNE") == "" {
-		t.Skip("TOOLSEARCH_TUNE=1 runs the search")
-	}
-	b := newThird(t)
-	all := b.eval(nil, nil)
-	gain := func(q quality, i int) float64 { return all[i][1] + all[i][2] - q[i][1] - q[i][2] }
-	for i, g := range DefaultVocabulary().Synonyms() {
-		voc := DefaultVocabulary()
-		voc.groups = slices.Delete(slices.Clone(voc.groups), i, i+1)
-		q := b.eval(voc, nil)
-		t.Logf("group %-60v tuning %+.3f check %+.3f project %+.3f metatool %+.3f", g, gain(q, 0), gain(q, 1), gain(q, 2), gain(q, 3))
-	}
-	voc := DefaultVocabulary()
-	voc.groups = nil
-	q := b.eval(voc, nil)
-	t.Logf("all groups %-55s tuning %+.3f check %+.3f project %+.3f metatool %+.3f", "", gain(q, 0), gain(q, 1), gain(q, 2), gain(q, 3))
 }

@@ -175,7 +175,6 @@ type vocab struct {
 	stop          map[string]bool
 	synonyms      map[string][]string // term -> the other terms of its groups
 	lexicon       *lexicon            // nil: none
-	neighbours    *neighbours         // nil: none
 }
 
 // compile builds the vocab of v: long forms and synonyms go through the
@@ -270,7 +269,6 @@ var builtinSynonyms = [][]string{
 	{"observation", "fact", "note"},
 	{"transcript", "subtitle", "caption"},
 	{"coordinate", "latitude", "longitude"},
-	{"review", "approve"},
 	{"schema", "field"},
 	{"open", "read"},
 	{"run", "evaluate"},
