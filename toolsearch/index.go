@@ -63,9 +63,9 @@ func WithBM25(k1, b float64) Option {
 func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.compile() } }
 
 // DefaultMinMatch is the Match under which a hit is weak, for an index
-// that sets none. It was calibrated on the tuning half of
-// testdata/toolcorpus: the requests no tool does against the ones a tool
-// does (see the package doc).
+// that sets none. It was calibrated on the tuning queries of
+// testdata/toolcorpus (users.json and noanswer.json): the requests no tool
+// does against the ones a tool does (see the package doc).
 const DefaultMinMatch = 0.06
 
 // DefaultUnseenWeight is how much a query word that no tool holds (even
