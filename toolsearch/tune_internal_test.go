@@ -13,9 +13,11 @@ import (
 	"github.com/mcpfleet/mcpfleet/snapshot"
 )
 
-// tuneSets are what tuning may read: the project's first queries and the
-// tuning half of the user queries and of the no-answer queries. Never the
-// held-out half.
+// tuneSets are what the first two passes tuned on: the project's first
+// queries and the tuning half of the user queries and of the no-answer
+// queries. The other half is tuning data since the third pass (which
+// reads it in tune_third_internal_test.go); the held-out set
+// (heldout.json) is never read.
 func tuneSets(t testing.TB) (project, users []toolcorpus.Query, none []string) {
 	t.Helper()
 	project, err := toolcorpus.Queries()
