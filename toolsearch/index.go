@@ -460,14 +460,23 @@ const defaultMaxEnum = 4
 
 // enumValues emits the terms of the strings p's enum allows, when it
 // allows most at most.
+// The enum is a []any when the schema came as JSON, a []string when a
+// host built the tool in Go (mcp.Enum).
 func (v *vocab) enumValues(p map[string]any, most int, emit func(string)) {
-	vals, _ := p["enum"].([]any)
-	if len(vals) > most {
-		return
-	}
-	for _, e := range vals {
-		if s, ok := e.(string); ok {
-			v.tokens(s, emit)
+	switch vals := p["enum"].(type) {
+	case []any:
+		if len(vals) <= most {
+			for _, e := range vals {
+				if s, ok := e.(string); ok {
+					v.tokens(s, emit)
+				}
+			}
+		}
+	case []string:
+		if len(vals) <= most {
+			for _, s := range vals {
+				v.tokens(s, emit)
+			}
 		}
 	}
 }
