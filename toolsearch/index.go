@@ -63,9 +63,9 @@ func WithBM25(k1, b float64) Option {
 func WithVocabulary(v *Vocabulary) Option { return func(x *Index) { x.voc = v.compile() } }
 
 // DefaultMinMatch is the Match under which a hit is weak, for an index
-// that sets none. It was calibrated on the tuning half of
-// testdata/toolcorpus: the requests no tool does against the ones a tool
-// does (see the package doc).
+// that sets none. It was calibrated on the tuning queries of
+// testdata/toolcorpus (users.json and noanswer.json): the requests no tool
+// does against the ones a tool does (see the package doc).
 const DefaultMinMatch = 0.06
 
 // DefaultUnseenWeight is how much a query word that no tool holds (even
@@ -102,7 +102,11 @@ type Index struct {
 	// weighted idf: what the lexicon costs a search.
 	relatedMaxDF float32
 	relatedMax   int
-	hybrid       *Hybrid // nil: words alone
+	// maxEnum is the most values an enum of a parameter may have for
+	// them to be read as the parameter's names (defaultMaxEnum), a field
+	// so that tuning can vary it.
+	maxEnum int
+	hybrid  *Hybrid // nil: words alone
 
 	embedMu sync.Mutex // serializes Embed calls; taken before mu
 
@@ -158,7 +162,7 @@ type posting struct {
 func New(opts ...Option) *Index {
 	x := &Index{
 		weights: DefaultWeights.array(), k1: DefaultK1, b: DefaultB, voc: defaultVocab(),
-		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights, relatedMaxDF: 0.01, relatedMax: 5,
+		minMatch: DefaultMinMatch, unseen: DefaultUnseenWeight, synonymWeight: SynonymWeight, lexWeights: defaultLexWeights, relatedMaxDF: 0.01, relatedMax: 5, maxEnum: defaultMaxEnum,
 		byName: map[string]int32{}, termID: map[string]int32{}, vectors: map[[32]byte][]float32{},
 	}
 	for _, o := range opts {
@@ -350,7 +354,7 @@ func (x *Index) addLocked(t snapshot.Tool, hash string) int32 {
 	}
 	voc.tokens(title, add(fieldTitle))
 	voc.tokens(def.Description, add(fieldDesc))
-	voc.walkParams(paramSchema(def), 0, add(fieldParam), add(fieldParamDesc))
+	voc.walkParams(paramSchema(def), 0, x.maxEnum, add(fieldParam), add(fieldParamDesc))
 
 	d.terms = make([]docTerm, 0, len(counts))
 	for term, c := range counts {
@@ -448,9 +452,39 @@ func paramSchema(t mcp.Tool) map[string]any {
 	return InputSchema(t)
 }
 
+// defaultMaxEnum is the most values an enum may have for them to be
+// read. TestTuneThird measured 4, 8, 16 and no cap on users.json's tuning
+// half: 4 was best there, and it carried to the other half (recall@1
+// +0.019, MRR +0.015).
+const defaultMaxEnum = 4
+
+// enumValues emits the terms of the strings p's enum allows, when it
+// allows most at most.
+// The enum is a []any when the schema came as JSON, a []string when a
+// host built the tool in Go (mcp.Enum).
+func (v *vocab) enumValues(p map[string]any, most int, emit func(string)) {
+	switch vals := p["enum"].(type) {
+	case []any:
+		if len(vals) <= most {
+			for _, e := range vals {
+				if s, ok := e.(string); ok {
+					v.tokens(s, emit)
+				}
+			}
+		}
+	case []string:
+		if len(vals) <= most {
+			for _, s := range vals {
+				v.tokens(s, emit)
+			}
+		}
+	}
+}
+
 // walkParams feeds the names and descriptions of a schema's properties,
-// nested ones too (objects, array items), to name and desc.
-func (v *vocab) walkParams(schema map[string]any, depth int, name, desc func(string)) {
+// nested ones too (objects, array items), to name and desc, and the
+// values of their enums of maxEnum values at most to name.
+func (v *vocab) walkParams(schema map[string]any, depth, maxEnum int, name, desc func(string)) {
 	if depth > 3 {
 		return
 	}
@@ -466,9 +500,17 @@ func (v *vocab) walkParams(schema map[string]any, depth int, name, desc func(str
 		if s, ok := p["description"].(string); ok {
 			v.tokens(s, desc)
 		}
-		v.walkParams(p, depth+1, name, desc)
+		// A small enum names the modes a tool has ("open" or "closed",
+		// "cordon", "drain" or "uncordon"): its values read as parameter
+		// names. A long one lists data (devices, languages), not what
+		// the tool does.
+		v.enumValues(p, maxEnum, name)
 		if items, ok := p["items"].(map[string]any); ok {
-			v.walkParams(items, depth+1, name, desc)
+			v.enumValues(items, maxEnum, name)
+		}
+		v.walkParams(p, depth+1, maxEnum, name, desc)
+		if items, ok := p["items"].(map[string]any); ok {
+			v.walkParams(items, depth+1, maxEnum, name, desc)
 		}
 	}
 }

@@ -168,6 +168,27 @@ func TestSearchRanksByPurpose(t *testing.T) {
 	}
 }
 
+// The values of a small enum are words of its parameter: they name the
+// modes a tool has. A long enum lists data, and its values are not read.
+func TestEnumValues(t *testing.T) {
+	x := New()
+	if err := x.Put("k8s",
+		mcp.NewTool("node_management", mcp.WithDescription("Manage nodes"),
+			mcp.WithString("operation", mcp.Enum("cordon", "drain", "uncordon"))),
+		mcp.NewTool("set_agent", mcp.WithDescription("Set the agent string"),
+			mcp.WithString("device", mcp.Enum("pixel", "iphone", "ipad", "galaxy", "kindle"))),
+		mcp.NewTool("list_nodes", mcp.WithDescription("List the nodes")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if hits := mustSearch(t, x, Query{Text: "drain worker-3", K: 1}); len(hits) != 1 || hits[0].Qualified != "k8s__node_management" {
+		t.Errorf("drain: %v, want k8s__node_management", names(hits))
+	}
+	if hits := mustSearch(t, x, Query{Text: "kindle", K: -1}); len(hits) != 0 {
+		t.Errorf("kindle: %v, want nothing (a long enum is not read)", names(hits))
+	}
+}
+
 // A host's vocabulary changes what a query finds: its synonyms, its
 // abbreviations and its stop words, in the index it gives them to and in
 // no other; SetVocabulary indexes the tools again with new words.

@@ -234,7 +234,7 @@ var builtinAbbreviations = map[string]string{
 	"env": "environment", "app": "application", "apps": "application",
 	"ns": "namespace", "svc": "service", "auth": "authentication",
 	"params": "parameter", "param": "parameter", "args": "argument", "arg": "argument",
-	"mkdir": "create directory", "ls": "list", "rm": "remove", "mv": "move",
+	"mkdir": "create directory", "rm": "remove", "mv": "move",
 	"cwd": "current directory", "js": "javascript", "mongo": "mongodb",
 	// Kept whole: not split on case ("URLs") nor dropped.
 	"url": "url", "urls": "url", "ci": "ci", "sql": "sql", "cpu": "cpu", "screenshot": "screenshot",
@@ -252,11 +252,11 @@ const builtinStop = `a an the and or of to in on for with by from at as is are w
 // builtinSynonyms are words that tools and people use for the same action
 // or thing.
 var builtinSynonyms = [][]string{
-	{"delete", "remove", "erase", "destroy", "drop", "discard", "wipe", "purge", "forget", "clear"},
+	{"delete", "remove", "erase", "destroy", "drop", "wipe", "purge", "forget"},
 	{"create", "make", "add"},
 	{"add", "append"},
-	{"find", "search", "lookup", "locate", "query", "look"},
-	{"write", "save", "store", "persist"},
+	{"find", "search", "lookup", "locate", "look"},
+	{"write", "save", "persist"},
 	{"image", "picture", "photo", "pic"},
 	{"directory", "folder"},
 	{"issue", "bug", "ticket"},
@@ -269,7 +269,6 @@ var builtinSynonyms = [][]string{
 	{"observation", "fact", "note"},
 	{"transcript", "subtitle", "caption"},
 	{"coordinate", "latitude", "longitude"},
-	{"review", "approve", "approval"},
 	{"schema", "field"},
 	{"open", "read"},
 	{"run", "evaluate"},
