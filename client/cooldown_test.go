@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"io"
 	nethttp "net/http"
 	"net/http/httptest"
 	"strings"
@@ -151,5 +152,60 @@ func TestUserFailureKeepsToItsUser(t *testing.T) {
 	}
 	if c := cooldown(userCooldownKey(key, "carol")); c.Attempts != 0 {
 		t.Fatalf("a 503 counted as carol's own: %+v", c)
+	}
+}
+
+// A dial that its own Manager gives up (Close, Remove, Disable: the loop's
+// end) found nothing about the upstream, so it leaves the shared cooldown
+// as it was: recorded as a failure, it would make every other replica's
+// first connect wait out a backoff for an upstream that never failed.
+func TestCancelledDialLeavesNoCooldown(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		// Read: net/http notices a client gone (and ends r's context)
+		// only once the body is read.
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done() // hangs until the client gives up
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	shared := store.NewMemory()
+	spec := ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL + "/mcp"}}
+	for _, stop := range []string{"close", "remove", "disable"} {
+		t.Run(stop, func(t *testing.T) {
+			m := newTestManager(t, WithSharedState(shared))
+			mustAdd(t, m, "up", spec)
+			select {
+			case <-arrived: // the dial is in flight
+			case <-testCtx(t).Done():
+				t.Fatal("no dial reached the server")
+			}
+			var err error
+			switch stop {
+			case "close":
+				err = m.Close()
+			case "remove":
+				err = m.Remove(testCtx(t), "up")
+			case "disable":
+				err = m.Disable(testCtx(t), "up")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Close() // waits for the loop, and what it recorded
+			c, err := shared.Cooldown(testCtx(t), cooldownKey(spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Attempts != 0 {
+				t.Fatalf("a dial given up by %s put the upstream in cooldown: %+v", stop, c)
+			}
+		})
 	}
 }

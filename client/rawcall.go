@@ -131,7 +131,6 @@ func (m *Manager) catalogTool(s *slot, name string) *mcp.Tool {
 	return nil
 }
 
-
 // cancelNoticeTimeout bounds the sending of a raw request's cancellation,
 // as mcp-go bounds its own.
 const cancelNoticeTimeout = 5 * time.Second

@@ -122,7 +122,12 @@ func (r *runner) loop(ctx context.Context) {
 		res := r.dial(ctx, legacy)
 		if r.up != nil {
 			r.woken = false
-			r.dialed(t, res.err)
+			// A dial ended by the loop's end (Disable, Remove, Close, a
+			// new spec) says nothing of the upstream: recorded, it would
+			// put the upstream in cooldown for every replica.
+			if ctx.Err() == nil {
+				r.dialed(t, res.err)
+			}
 		}
 		took := clock.Now().Sub(began)
 		s.st.dials.Add(1)
