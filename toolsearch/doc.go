@@ -98,7 +98,8 @@
 // hit at all. The default MinMatch was calibrated on the tuning queries of
 // the project's corpus (the requests no tool does against the ones a tool
 // does), to lose at most 0.02 of recall@5 there; on requests written
-// later, apart from the tuning, it lost more (BENCHMARKS.md). Match measures how much of the query a tool's text covers, so
+// later, apart from the tuning, it lost more (BENCHMARKS.md). Match
+// measures how much of the query a tool's text covers, so
 // where descriptions are one line and queries long (the MetaTool set)
 // it is lower for right answers too: there the default abstains on right
 // answers, and a host sets a lower MinMatch. BENCHMARKS.md has the
