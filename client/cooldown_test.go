@@ -175,10 +175,10 @@ func TestCancelledDialLeavesNoCooldown(t *testing.T) {
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	shared := store.NewMemory()
 	spec := ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL + "/mcp"}}
 	for _, stop := range []string{"close", "remove", "disable"} {
 		t.Run(stop, func(t *testing.T) {
+			shared := store.NewMemory()
 			m := newTestManager(t, WithSharedState(shared))
 			mustAdd(t, m, "up", spec)
 			select {

@@ -137,10 +137,14 @@ const cancelNoticeTimeout = 5 * time.Second
 
 // cancelRaw tells the server to stop working on req, whose ctx ended
 // before its answer, by mcp-go's rule for its own requests: with a
-// notifications/cancelled, over stdio and in process only (over HTTP the
-// end of the request's stream is the cancellation), and not for a
-// task-augmented request (tasks/cancel ends a task). It is sent off the
-// caller's path, best effort.
+// notifications/cancelled over stdio and in process, and not for a
+// task-augmented request (tasks/cancel ends a task). Over HTTP
+// transport/http sends the notification itself (cancel.go). It is sent
+// off the caller's path, best effort, bounded by cancelNoticeTimeout and
+// by the Manager's life. The goroutine is counted in m.wg while the count
+// cannot be zero: every raw request is made from a goroutine of the
+// Manager's own (the runner, a watcher, a poll worker) or within a call
+// on a lease, which the lease's drain, itself counted, waits for.
 func (m *Manager) cancelRaw(ctx context.Context, c *mcpclient.Client, req mcptransport.JSONRPCRequest) {
 	t := c.GetTransport()
 	if _, ok := t.(mcptransport.HTTPConnection); ok {
@@ -158,26 +162,26 @@ func (m *Manager) cancelRaw(ctx context.Context, c *mcpclient.Client, req mcptra
 			},
 		},
 	}
-	ctx = context.WithoutCancel(ctx)
 	m.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(ctx, cancelNoticeTimeout)
+		ctx, cancel := context.WithTimeout(m.ctx, cancelNoticeTimeout)
 		defer cancel()
 		_ = t.SendNotification(ctx, n)
 	})
 }
 
 // listTools returns the function that lists a page of the tools of c's
-// server, for fetchLists. Over HTTP it is mcp-go's ListToolsByPage, which
-// also keeps each tool's definition so that a tools/call mirrors the
-// arguments its schema marks with x-mcp-header into Mcp-Param-* headers
-// (SEP-2243), and drops a tool whose marks break that proposal's rules.
-// Over stdio and in process no header goes anywhere, so the tools are
-// listed raw: mcp-go would otherwise keep a second copy of every tool
-// beside the catalog and, on 2026-07-28, encode and decode the tool's
-// input schema on every call to find marks whose headers no one reads
-// (about 40 allocations a call; BENCHMARKS.md, issue 40).
+// server, for fetchLists. Over HTTP on 2026-07-28 it is mcp-go's
+// ListToolsByPage, which also keeps each tool's definition so that a
+// tools/call mirrors the arguments its schema marks with x-mcp-header into
+// Mcp-Param-* headers (SEP-2243), and drops a tool whose marks break that
+// proposal's rules. Over stdio and in process no header goes anywhere, and
+// the older protocol has no such headers, so there the tools are listed
+// raw: mcp-go would otherwise keep a second copy of every tool beside the
+// catalog and, on 2026-07-28, encode and decode the tool's input schema on
+// every call to find marks whose headers no one reads (about 40
+// allocations a call; BENCHMARKS.md, issue 40).
 func (m *Manager) listTools(s *slot, c *mcpclient.Client) func(context.Context, mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	if _, ok := c.GetTransport().(mcptransport.HTTPConnection); ok {
+	if _, ok := c.GetTransport().(mcptransport.HTTPConnection); ok && mcp.IsModernProtocol(c.ProtocolVersion()) {
 		return c.ListToolsByPage
 	}
 	return func(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {

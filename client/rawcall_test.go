@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,10 +11,13 @@ import (
 	"sync"
 	"testing"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/transport"
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
@@ -119,7 +123,8 @@ func TestToolsListedRawInProcess(t *testing.T) {
 	})
 	server.WithHooks(hooks)(s)
 	m := newTestManager(t)
-	mustAdd(t, m, "paged", ServerSpec{Dialer: InProcess(s)})
+	rec := &recordingDialer{dial: InProcess(s)}
+	mustAdd(t, m, "paged", ServerSpec{Dialer: rec.dialer})
 	mustWait(t, m, "paged", lifecycle.Connected)
 	var got []string
 	for tool := range m.View().Tools() {
@@ -147,4 +152,136 @@ func TestToolsListedRawInProcess(t *testing.T) {
 	if err != nil || res.IsError || text(res) != "eu-west" {
 		t.Fatalf("call: %v %+v", err, res)
 	}
+	// Listed raw, mcp-go holds no definition to mirror the argument
+	// from: listed through mcp-go, the call would carry the header, which
+	// in process goes nowhere.
+	if h := rec.lastHeader(string(mcp.MethodToolsCall)); h.Get("Mcp-Param-Region") != "" {
+		t.Fatalf("an in-process tools/call carries Mcp-Param-Region %q: the tools were listed through mcp-go", h.Get("Mcp-Param-Region"))
+	}
+}
+
+// A raw request whose context ends before its answer is cancelled as
+// mcp-go cancels its own off HTTP: a notifications/cancelled naming it
+// follows, unless the request asked for a task (tasks/cancel ends a
+// task). The transport here holds every request until its context ends,
+// as a server that hangs in it would.
+func TestRawRequestCancelled(t *testing.T) {
+	for _, task := range []bool{false, true} {
+		t.Run(fmt.Sprintf("task=%v", task), func(t *testing.T) {
+			m := newTestManager(t)
+			tr := &holdingTransport{sent: make(chan mcptransport.JSONRPCRequest, 1), notes: make(chan mcp.JSONRPCNotification, 1)}
+			c := mcpclient.NewClient(tr)
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			go func() {
+				select {
+				case <-tr.sent:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			params := map[string]any{}
+			if task {
+				params["task"] = map[string]any{"ttl": 60000}
+			}
+			_, err := m.rawCall(ctx, nil, c, string(mcp.MethodToolsList), params, "", false)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err %v, want context.Canceled", err)
+			}
+			m.Close() // waits for the notice's goroutine, if one was started
+			select {
+			case n := <-tr.notes:
+				if task {
+					t.Fatalf("a task-augmented request was cancelled with %s", n.Method)
+				}
+				if n.Method != string(mcp.MethodNotificationCancelled) {
+					t.Fatalf("notification %s, want %s", n.Method, mcp.MethodNotificationCancelled)
+				}
+				if id, want := fmt.Sprint(n.Params.AdditionalFields["requestId"]), tr.last.ID.String(); id != want {
+					t.Fatalf("cancelled request %s, want %s", id, want)
+				}
+			default:
+				if !task {
+					t.Fatal("no notifications/cancelled for a request given up")
+				}
+			}
+		})
+	}
+}
+
+// holdingTransport holds each request until its context ends, and passes
+// on the request to sent and every notification to notes.
+type holdingTransport struct {
+	sent  chan mcptransport.JSONRPCRequest
+	notes chan mcp.JSONRPCNotification
+	last  mcptransport.JSONRPCRequest // set before sent is told
+}
+
+func (t *holdingTransport) Start(context.Context) error { return nil }
+func (t *holdingTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	t.last = req
+	t.sent <- req
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (t *holdingTransport) SendNotification(_ context.Context, n mcp.JSONRPCNotification) error {
+	t.notes <- n
+	return nil
+}
+func (t *holdingTransport) SetNotificationHandler(func(mcp.JSONRPCNotification)) {}
+func (t *holdingTransport) Close() error                                         { return nil }
+func (t *holdingTransport) GetSessionId() string                                 { return "" }
+
+// recordingDialer wraps a Dialer's transports to record the requests they
+// send.
+type recordingDialer struct {
+	dial Dialer
+
+	mu   sync.Mutex
+	reqs []mcptransport.JSONRPCRequest
+}
+
+func (d *recordingDialer) dialer(ctx context.Context) (transport.Conn, error) {
+	c, err := d.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return recordingConn{Conn: c, d: d}, nil
+}
+
+func (d *recordingDialer) last(method string) (mcptransport.JSONRPCRequest, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := len(d.reqs) - 1; i >= 0; i-- {
+		if d.reqs[i].Method == method {
+			return d.reqs[i], true
+		}
+	}
+	return mcptransport.JSONRPCRequest{}, false
+}
+
+func (d *recordingDialer) lastHeader(method string) http.Header {
+	r, _ := d.last(method)
+	return r.Header
+}
+
+type recordingConn struct {
+	transport.Conn
+	d *recordingDialer
+}
+
+func (c recordingConn) Transport() mcptransport.Interface {
+	return recordingTransport{Interface: c.Conn.Transport(), d: c.d}
+}
+
+type recordingTransport struct {
+	mcptransport.Interface
+	d *recordingDialer
+}
+
+func (t recordingTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	t.d.mu.Lock()
+	t.d.reqs = append(t.d.reqs, req)
+	t.d.mu.Unlock()
+	return t.Interface.SendRequest(ctx, req)
 }

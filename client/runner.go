@@ -122,10 +122,13 @@ func (r *runner) loop(ctx context.Context) {
 		res := r.dial(ctx, legacy)
 		if r.up != nil {
 			r.woken = false
-			// A dial ended by the loop's end (Disable, Remove, Close, a
-			// new spec) says nothing of the upstream: recorded, it would
-			// put the upstream in cooldown for every replica.
-			if ctx.Err() == nil {
+			// A dial that failed as the loop ended (Disable, Remove,
+			// Close, a new spec) most likely failed of that end and says
+			// nothing of the upstream: recorded, it would put the
+			// upstream in cooldown for every replica. One that the server
+			// answered (a success, its refusal of the user's
+			// credentials) says it is up, whenever it came.
+			if ctx.Err() == nil || res.err == nil || userFailure(res.err) {
 				r.dialed(t, res.err)
 			}
 		}

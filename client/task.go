@@ -393,8 +393,9 @@ type taskWatch struct{ ch chan TaskInfo }
 // tellLocked hands every watcher what t is now, and closes them once t's
 // outcome is known. t.mu is held: the sends are ordered, and never meet a
 // close. Every watcher has the outcome before any channel closes, so a
-// watcher that reads once another's channel closed (the task ended) never
-// reads a value from before the end.
+// watcher that reads on once another's channel closed (the task ended)
+// finds the outcome in its channel, last, after at most the values it left
+// unread.
 func (t *Task) tellLocked() {
 	if len(t.watchers) == 0 {
 		return
