@@ -352,14 +352,29 @@ func TestSlowSubscriberNeverBlocksTheManager(t *testing.T) {
 
 func TestEventsAreOrderedAndLegal(t *testing.T) {
 	ts := newTestServer()
-	m := newTestManager(t)
+	// Ten kills of connections that answered nothing are a crash loop
+	// that ends a budget (Policy.StableAfter): this one never ends.
+	forever := fastPolicy
+	forever.MaxAttempts = -1
+	m := newTestManager(t, WithPolicy(forever))
 	rec := record(m)
 	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer()})
-	for range 10 {
-		mustWait(t, m, "s", lifecycle.Connected)
-		ts.Kill(nil)
+	// Each kill waits for the n-th Connected, the runtime after the last
+	// kill: right after a kill the slot may still show the dead one
+	// Connected, and a kill then found no connection or hit the next one
+	// in its handshake, a failed dial.
+	for n := 1; n <= 11; n++ {
+		seen := 0
+		rec.wait(t, func(e Event) bool {
+			if e.Kind == EventState && e.To == lifecycle.Connected {
+				seen++
+			}
+			return seen >= n
+		})
+		if n <= 10 && ts.Kill(nil) == 0 {
+			t.Fatalf("kill %d found no connection", n)
+		}
 	}
-	mustWait(t, m, "s", lifecycle.Connected)
 	m.Close()
 	<-rec.done
 	prev := lifecycle.Disabled
