@@ -40,11 +40,11 @@ type Member struct {
 	// Told marks a server told to speak only Protocol, where no release
 	// speaks only it.
 	Told bool
-	// KeepsNoSession marks a server that checks no session id (mcp-go
+	// ChecksNoSessionID marks a server that checks no session id (mcp-go
 	// v0.32.0 over HTTP takes any well-formed one): its old session goes
 	// on working on a restarted process, so a restart may be a blip the
 	// runtime rides out, its stream opened again on the new process.
-	KeepsNoSession bool
+	ChecksNoSessionID bool
 	// NPM is the TypeScript SDK's package name in testdata/npm, for the
 	// TypeScript servers; Go names the Go server (a key of Build's
 	// result) otherwise.
@@ -58,7 +58,7 @@ var Fleet = []Member{
 	{Name: "ts-1.12-stdio", Protocol: "2025-03-26", Library: "TypeScript SDK 1.12.3", Transport: "stdio", NPM: "sdk-1-12"},
 	{Name: "ts-1.12-http", Protocol: "2025-03-26", Library: "TypeScript SDK 1.12.3", Transport: "http", NPM: "sdk-1-12"},
 	{Name: "mcpgo-0.32-stdio", Protocol: "2025-03-26", Library: "mcp-go v0.32.0", Transport: "stdio", Go: "mcpgo032"},
-	{Name: "mcpgo-0.32-http", Protocol: "2025-03-26", Library: "mcp-go v0.32.0", Transport: "http", KeepsNoSession: true, Go: "mcpgo032"},
+	{Name: "mcpgo-0.32-http", Protocol: "2025-03-26", Library: "mcp-go v0.32.0", Transport: "http", ChecksNoSessionID: true, Go: "mcpgo032"},
 	{Name: "ts-1.22-stdio", Protocol: "2025-06-18", Library: "TypeScript SDK 1.22.0", Transport: "stdio", NPM: "sdk-1-22"},
 	{Name: "ts-1.22-http", Protocol: "2025-06-18", Library: "TypeScript SDK 1.22.0", Transport: "http", NPM: "sdk-1-22"},
 	{Name: "gosdk-1.1-stdio", Protocol: "2025-06-18", Library: "Go SDK v1.1.0", Transport: "stdio", Go: "gosdk110"},

@@ -113,12 +113,12 @@ func TestEveryGeneration(t *testing.T) {
 	t.Logf("%d servers connected and answered in %v", len(specs), time.Since(began).Round(time.Millisecond))
 
 	// Every server restarted at once, mid-run.
-	// A server that keeps no session may be found again on the same
+	// A server that checks no session id may be found again on the same
 	// runtime (a blip); the checks after the restart hold it to answer
 	// from the new process all the same.
 	gens := map[string]uint64{}
 	for _, r := range fleet {
-		if r.KeepsNoSession {
+		if r.ChecksNoSessionID {
 			continue
 		}
 		st, _ := m.Status(r.Name)
