@@ -73,9 +73,14 @@ func needsAuthorizationEvents(r *recorder) int {
 
 // The token belongs to the slot: three reconnects and a restart of the
 // HTTP server need no user step, no new authorization, no new token.
+//
+// Redialled forever (httpPolicy), the call after the restart waiting for
+// it: the server is down from its stop to its start, which took long
+// enough on a loaded machine (fresh-clone make test) for fastPolicy's
+// three quick dials to be refused and the server to end PermanentlyFailed.
 func TestOAuthTokenReusedAcrossReconnects(t *testing.T) {
 	srv := oauthtest.Start(t, oauthtest.Options{})
-	m := newTestManager(t)
+	m := newTestManager(t, WithPolicy(httpPolicy), WithTimeouts(Timeouts{Ready: httpReadyBound}))
 	r := record(m)
 	mustAdd(t, m, "s", oauthSpec(srv))
 	authorizeOnce(t, m, r, "s")
