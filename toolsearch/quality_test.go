@@ -1,6 +1,7 @@
 package toolsearch_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -28,12 +29,12 @@ type measure struct {
 }
 
 // score runs queries against x: recall@1, recall@5, the mean reciprocal
-// rank of the first 10 hits.
+// rank of the first 10 hits. A hybrid index embeds each query first.
 func score(t testing.TB, x *toolsearch.Index, queries []toolcorpus.Query) measure {
 	t.Helper()
 	m := measure{n: len(queries)}
 	for _, q := range queries {
-		hits, err := x.Search(toolsearch.Query{Text: q.Text, K: 10})
+		hits, err := x.SearchContext(context.Background(), toolsearch.Query{Text: q.Text, K: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func (m *measure) abstain(t testing.TB, x *toolsearch.Index, none []string) {
 	t.Helper()
 	m.none = len(none)
 	for _, q := range none {
-		hits, err := x.Search(toolsearch.Query{Text: q, Abstain: true})
+		hits, err := x.SearchContext(context.Background(), toolsearch.Query{Text: q, Abstain: true})
 		if err != nil {
 			t.Fatal(err)
 		}
