@@ -404,6 +404,27 @@ func (r *recorder) waitStates(t *testing.T, server string, want ...string) {
 	}
 }
 
+// awaitPublished waits, rechecking at each event, until the published
+// catalog of server holds the qualified tool; what says which tool it is
+// in the failure.
+func (r *recorder) awaitPublished(t *testing.T, m *Manager, server, tool, what string) {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		r.mu.Lock()
+		more := r.more
+		r.mu.Unlock()
+		if slices.Contains(publishedTools(m, server), tool) {
+			return
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			t.Fatalf("%s never showed: tools %v, states %v", what, publishedTools(m, server), states(r.snapshot(), server))
+		}
+	}
+}
+
 // callBlocked starts a call of ts's "block" tool on server "s" and returns
 // once the server runs it; the call's outcome arrives on the channel.
 func callBlocked(t *testing.T, m *Manager, ts *testServer) <-chan error {

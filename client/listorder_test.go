@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"sync"
 	"testing"
 
@@ -49,20 +48,6 @@ func TestToolAddedRightAfterTheConnectListIsSeen(t *testing.T) {
 		m := newTestManager(t, opts...)
 		rec := record(m)
 		mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
-		ctx := testCtx(t)
-		for {
-			rec.mu.Lock()
-			more := rec.more
-			rec.mu.Unlock()
-			if slices.Contains(publishedTools(m, "s"), "s__late") {
-				return
-			}
-			select {
-			case <-more:
-			case <-ctx.Done():
-				t.Fatalf("the tool added after the connect's list never showed: tools %v, states %v",
-					publishedTools(m, "s"), states(rec.snapshot(), "s"))
-			}
-		}
+		rec.awaitPublished(t, m, "s", "s__late", "the tool added after the connect's list")
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -57,20 +56,7 @@ func TestStreamReopenRefetchesTheLists(t *testing.T) {
 		t.Fatal("no connection to cut")
 	}
 	awaitStream("reopened after the cut")
-	for {
-		rec.mu.Lock()
-		more := rec.more
-		rec.mu.Unlock()
-		if slices.Contains(publishedTools(m, "s"), "s__added") {
-			break
-		}
-		select {
-		case <-more:
-		case <-ctx.Done():
-			t.Fatalf("the tool added before the stream's reopening never showed: tools %v, states %v",
-				publishedTools(m, "s"), states(rec.snapshot(), "s"))
-		}
-	}
+	rec.awaitPublished(t, m, "s", "s__added", "the tool added before the stream's reopening")
 	noReconnect(t, rec, "s")
 	if st := m.Stats().Servers[0]; st.Reopened < 1 || st.Reconnects != 0 {
 		t.Errorf("stats: reopened %d, reconnects %d; want at least 1 and 0", st.Reopened, st.Reconnects)
