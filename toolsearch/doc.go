@@ -136,7 +136,12 @@
 // same on a subset of the public MetaTool benchmark; TestTune,
 // TestTuneLexicon, TestTuneAbstention, TestTuneThird and the others
 // (internal, run on request) searched the parameters on the tuning
-// queries only, with MetaTool as a check.
+// queries only, with MetaTool as a check. TestQualityHybrid and
+// TestQualityHybridUSE (run on request, after an npm install they name)
+// measure the fusion with the two models that npm holds, GloVe's word
+// vectors and the Universal Sentence Encoder Lite: both rank worse than
+// the words alone and pull the fused ranking down, so what the fusion
+// brings depends on an embedder that ranks well on its own.
 //
 // The package reads snapshot and mcp-go types only, and takes no lock a
 // Manager holds.

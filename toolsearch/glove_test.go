@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,6 +189,8 @@ func words(text string) []string {
 	return out
 }
 
+var _ toolsearch.Embedder = sifEmbedder{}
+
 // sifEmbedder embeds a text as the SIF-weighted mean of its words'
 // vectors; a word the table lacks counts for nothing.
 type sifEmbedder struct {
@@ -300,8 +301,6 @@ func corpusTexts(t testing.TB) []string {
 // the same index fused with the GloVe embedder, on every labelled set.
 func TestQualityHybrid(t *testing.T) {
 	g := loadGloVe(t)
-	v := corpusView(t)
-	names, sets, noAnswer := qualitySets(t)
 	emb := &sifEmbedder{g: g, a: 1e-4}
 	if s := os.Getenv("TOOLSEARCH_SIF_A"); s != "" {
 		a, err := strconv.ParseFloat(s, 64)
@@ -313,72 +312,5 @@ func TestQualityHybrid(t *testing.T) {
 	if err := emb.fit(t.Context(), corpusTexts(t)); err != nil {
 		t.Fatal(err)
 	}
-	hybrid := toolsearch.Hybrid{Embedder: emb}
-	if s := os.Getenv("TOOLSEARCH_RRFK"); s != "" {
-		k, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hybrid.RRFK = k
-	}
-	if s := os.Getenv("TOOLSEARCH_DEPTH"); s != "" {
-		d, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hybrid.Depth = d
-	}
-	indexes := []struct {
-		name string
-		x    *toolsearch.Index
-	}{
-		{"toolsearch", toolsearch.New()},
-		{"+ GloVe", toolsearch.New(toolsearch.WithHybrid(hybrid))},
-	}
-	var table strings.Builder
-	fmt.Fprintf(&table, "\n%-12s %-16s %5s %9s %9s %6s %11s %9s\n", "index", "queries", "n", "recall@1", "recall@5", "MRR", "abstaining:", "recall@5")
-	for _, ix := range indexes {
-		ix.x.Sync(v)
-		if err := ix.x.Embed(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		for i, set := range sets {
-			m := score(t, ix.x, set)
-			m.abstain(t, ix.x, noAnswer[i])
-			abst := "-"
-			if m.none > 0 {
-				abst = fmt.Sprintf("%d/%d", m.noneAbstained, m.none)
-			}
-			fmt.Fprintf(&table, "%-12s %-16s %5d %9.3f %9.3f %6.3f %11s %9.3f\n", ix.name, names[i], m.n, m.r1, m.r5, m.mrr, abst, m.r5Abstain)
-		}
-	}
-	// The vectors alone: a query's vector and no words.
-	alone := toolsearch.New(toolsearch.WithHybrid(hybrid))
-	alone.Sync(v)
-	if err := alone.Embed(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	for i, set := range sets {
-		var r1, r5 int
-		for _, q := range set {
-			qv, err := emb.Embed(t.Context(), []string{q.Text})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hits, err := alone.Search(toolsearch.Query{Vector: qv[0], K: 5})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rank := slices.IndexFunc(hits, func(h toolsearch.Hit) bool { return q.Right(h.Qualified) }) + 1
-			if rank == 1 {
-				r1++
-			}
-			if rank > 0 {
-				r5++
-			}
-		}
-		n := float64(len(set))
-		fmt.Fprintf(&table, "%-12s %-16s %5d %9.3f %9.3f\n", "GloVe alone", names[i], len(set), float64(r1)/n, float64(r5)/n)
-	}
-	t.Log(table.String())
+	t.Log(hybridTable(t, "GloVe", emb, hybridFromEnv(t)))
 }
