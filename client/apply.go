@@ -258,7 +258,7 @@ func waitAll(ctx context.Context, slots []*slot, whole bool, name func(*slot, er
 func (s *slot) awaitReady(ctx context.Context, whole bool) error {
 	for {
 		s.mu.Lock()
-		state, ch, last := s.state, s.changed, s.lastErr
+		state, ch := s.state, s.changed
 		var ready bool
 		switch state {
 		case lifecycle.Connected:
@@ -281,7 +281,7 @@ func (s *slot) awaitReady(ctx context.Context, whole bool) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return stillError(ctx, state, last)
+			return s.stillError(ctx, state)
 		}
 	}
 }

@@ -314,7 +314,7 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 	}
 	for {
 		s.mu.Lock()
-		state, ch, last := s.state, s.changed, s.lastErr
+		state, ch := s.state, s.changed
 		if state != want && (state == lifecycle.Closed || want == lifecycle.Connected && state == lifecycle.PermanentlyFailed) {
 			err = s.failFastLocked()
 		}
@@ -328,7 +328,7 @@ func (m *Manager) WaitFor(ctx context.Context, name string, want lifecycle.State
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return &ServerError{Server: name, Op: op, Err: stillError(ctx, state, last)}
+			return &ServerError{Server: name, Op: op, Err: s.stillError(ctx, state)}
 		}
 	}
 }

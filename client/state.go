@@ -129,12 +129,19 @@ func (s *slot) admitLocked() (*lease, error) {
 	return nil, s.failFastLocked()
 }
 
-// stillError is the error of a wait for a server in state that ctx ended:
+// stillError is the error of a wait for the server in state that ctx ended:
 // it wraps ctx's error and the server's last cause, so that errors.Is finds
 // both and the host reads why the server is not there yet, not only that
 // its patience ran out. The cause's own context errors are hidden: they
 // are not the caller's.
-func stillError(ctx context.Context, state lifecycle.State, last error) error {
+//
+// A wait reads the cause when ctx ends, not when it began: a dial that fails
+// leaves the state as it was (Connecting, Reconnecting), so no change of
+// state wakes the wait to read it.
+func (s *slot) stillError(ctx context.Context, state lifecycle.State) error {
+	s.mu.Lock()
+	last := s.lastErr
+	s.mu.Unlock()
 	if last == nil {
 		return fmt.Errorf("still %s: %w", state, ctx.Err())
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/transport"
 	"github.com/mcpfleet/mcpfleet/transport/stdio"
 )
 
@@ -129,6 +131,84 @@ func TestWaitForEndsWithTheCause(t *testing.T) {
 		if !strings.Contains(err.Error(), "still Connecting") || !strings.Contains(err.Error(), errDown.Error()) {
 			t.Errorf("%s: %v does not say the state and the cause", w.name, err)
 		}
+	}
+}
+
+// waitingCtx is a context that says when a wait first selects on it:
+// waiting closes at the first call of Done, which a wait makes after it
+// has read the server's state.
+type waitingCtx struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (c *waitingCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
+}
+
+// TestWaitEndsWithTheCauseFoundMeanwhile: a wait that began while the
+// server's first dial was still going, and that its context ends after the
+// dial failed, says the cause too. The state stays Connecting through a
+// failed dial, so nothing wakes the wait: it must read the cause when it
+// ends, not only when it began. Before, it said "still Connecting: context
+// canceled" alone.
+func TestWaitEndsWithTheCauseFoundMeanwhile(t *testing.T) {
+	for _, w := range []struct {
+		name string
+		wait func(context.Context, *Manager) error
+	}{
+		{"WaitConnected", func(ctx context.Context, m *Manager) error { return m.WaitConnected(ctx, "s") }},
+		// Apply's wait for a required server and WaitReady end in
+		// awaitReady (which they reach through a context of their own).
+		{"awaitReady", func(ctx context.Context, m *Manager) error {
+			s, err := m.slot("s")
+			if err != nil {
+				return err
+			}
+			return s.awaitReady(ctx, false)
+		}},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			dialing, fail := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			m := newTestManager(t, WithPolicy(slowPolicy))
+			events, unsubscribe := m.Events(1 << 10)
+			defer unsubscribe()
+			mustAdd(t, m, "s", ServerSpec{Dialer: func(ctx context.Context) (transport.Conn, error) {
+				once.Do(func() { close(dialing) })
+				select {
+				case <-fail:
+					return nil, errDown
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}})
+			<-dialing
+			parent, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			ctx := &waitingCtx{Context: parent, waiting: make(chan struct{})}
+			go func() {
+				select {
+				case <-ctx.waiting: // the wait has read the state, with no cause yet
+				case <-parent.Done():
+					return
+				}
+				close(fail)
+				for e := range events { // until the failure is the server's last cause
+					if e.Server == "s" && e.Kind == EventRetry && errors.Is(e.Err, errDown) {
+						break
+					}
+				}
+				cancel()
+			}()
+			err := w.wait(ctx, m)
+			t.Logf("%s: %v", w.name, err)
+			if !errors.Is(err, context.Canceled) || !errors.Is(err, errDown) {
+				t.Errorf("%s: %v; want the context's end and the cause, both", w.name, err)
+			}
+		})
 	}
 }
 
