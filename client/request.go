@@ -117,6 +117,10 @@ func (m *Manager) Call(ctx context.Context, qualifiedTool string, args any, opts
 	}
 	l, err := s.acquire(ctx)
 	if err != nil {
+		// Counted and observed as CallTool counts a call that no runtime
+		// came for.
+		ctx, req := s.requestStart(ctx, string(mcp.MethodToolsCall), tool)
+		s.requestEnd(ctx, req, outcomeOf[*mcp.CallToolResult](nil, err), err)
 		return nil, withOp(opCallTool+" "+tool, s.name, err)
 	}
 	l.release()
@@ -282,13 +286,8 @@ func omitNil(args any) any {
 // not nil (an interceptor asks), the generation of the runtime the request
 // was last sent to is noted there.
 func do[T any](ctx context.Context, s *slot, r request[T], args any, opts []CallOption, gen *uint64) (T, error) {
-	obs := s.m.opts.observer
-	var req *Request
-	if obs != nil {
-		req = &Request{Server: s.name, Method: r.method, Name: r.name}
-		ctx = obs.RequestStart(ctx, req)
-		ctx = context.WithValue(ctx, observerMetaKey{}, req)
-	} else if gen != nil {
+	ctx, req := s.requestStart(ctx, r.method, r.name)
+	if req == nil && gen != nil {
 		req = &Request{} // for the attempts' generation alone
 	}
 	var (
@@ -318,12 +317,30 @@ func do[T any](ctx context.Context, s *slot, r request[T], args any, opts []Call
 	if gen != nil && req.Generation != 0 {
 		*gen = req.Generation
 	}
-	o := outcomeOf(res, err)
+	s.requestEnd(ctx, req, outcomeOf(res, err), err)
+	return res, err
+}
+
+// requestStart tells the observer, if any, that a request begins, and
+// returns the request it is told of (nil without an observer) and ctx as
+// the observer and the request's metadata carry it.
+func (s *slot) requestStart(ctx context.Context, method, name string) (context.Context, *Request) {
+	obs := s.m.opts.observer
+	if obs == nil {
+		return ctx, nil
+	}
+	req := &Request{Server: s.name, Method: method, Name: name}
+	ctx = obs.RequestStart(ctx, req)
+	return context.WithValue(ctx, observerMetaKey{}, req), req
+}
+
+// requestEnd counts how a request ended, in the server's Stats, and tells
+// the observer.
+func (s *slot) requestEnd(ctx context.Context, req *Request, o Outcome, err error) {
 	s.st.calls[o].Add(1)
-	if obs != nil {
+	if obs := s.m.opts.observer; obs != nil {
 		obs.RequestEnd(ctx, req, o, err)
 	}
-	return res, err
 }
 
 // outcomeOf classifies how a request ended, from what it returned.

@@ -181,3 +181,38 @@ func TestObserverSeesRequestsStatesAndDials(t *testing.T) {
 		t.Errorf("states %v", obs.states)
 	}
 }
+
+// A call by qualified name to a server that publishes no catalog and fails
+// fast (here: disabled) is counted and observed as the same call by server
+// and tool is: before, Call returned the error without a count, so a host's
+// Stats and traces missed what its users asked of a disabled server.
+func TestCallCountedAsCallToolIs(t *testing.T) {
+	ts := newTestServer()
+	obs := &observed{}
+	m := newTestManager(t, WithObserver(obs))
+	mustAdd(t, m, "s", ServerSpec{Dialer: ts.dialer(), Disabled: true})
+	ctx := testCtx(t)
+	for _, call := range []struct {
+		name string
+		call func() error
+	}{
+		{"CallTool", func() error { _, err := m.CallTool(ctx, "s", "echo", nil); return err }},
+		{"Call", func() error { _, err := m.Call(ctx, "s__echo", nil); return err }},
+	} {
+		before := m.Stats().Total.Calls[OutcomeDisabled]
+		obs.mu.Lock()
+		ends := len(obs.ends)
+		obs.mu.Unlock()
+		if err := call.call(); !errors.Is(err, ErrDisabled) {
+			t.Fatalf("%s: %v, want ErrDisabled", call.name, err)
+		}
+		if got := m.Stats().Total.Calls[OutcomeDisabled] - before; got != 1 {
+			t.Errorf("%s: counted %d disabled calls, want 1", call.name, got)
+		}
+		obs.mu.Lock()
+		if got := obs.ends[ends:]; len(got) != 1 || got[0] != OutcomeDisabled {
+			t.Errorf("%s: the observer saw %v end, want one %v", call.name, got, OutcomeDisabled)
+		}
+		obs.mu.Unlock()
+	}
+}
