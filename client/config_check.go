@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"strings"
 
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
@@ -71,7 +72,11 @@ func (p *configParser) check(name string, sc *ServerConfig, w *wire) {
 	}
 	if sc.Stdio != nil || (sc.HTTP != nil && w.url != "") {
 		if _, err := sc.Spec(); err != nil {
-			p.errorf(name, "", "%v", err)
+			field := ""
+			if msg, ok := strings.CutPrefix(err.Error(), "http spec: URL: "); ok {
+				field, err = "url", errors.New(msg)
+			}
+			p.errorf(name, field, "%v", err)
 		}
 	}
 }

@@ -129,6 +129,10 @@ func TestParseConfigErrorsNameFileServerAndField(t *testing.T) {
 			[]string{`field "limits.maxMessageBytes"`, `"lots"`, `field "limits.maxTools"`, "unknown key"}},
 		{"zero limit", `{"mcpServers": {"a": {"command": "x", "limits": {"notificationRate": 0}}}}`,
 			[]string{`field "limits.notificationRate"`, `"off"`}},
+		{"url without a scheme", `{"mcpServers": {"a": {"url": "localhost:8080/mcp"}, "b": {"url": "127.0.0.1:8080/mcp"}}}`,
+			[]string{`server "a": field "url"`, `server "b": field "url"`, "begin it with http:// or https://"}},
+		{"url of another scheme", `{"mcpServers": {"a": {"url": "ftp://x/mcp"}}}`,
+			[]string{`server "a": field "url"`, `scheme "ftp" is not http or https`}},
 		{"two servers, two errors", `{"mcpServers": {"a": {"command": 1}, "b": {"url": 2}}}`,
 			[]string{`server "a"`, `server "b"`}},
 	} {

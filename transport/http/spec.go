@@ -59,6 +59,12 @@ func (s Spec) Validate() error {
 	if s.URL == "" {
 		return errors.New("http spec: URL: empty")
 	}
+	if !strings.Contains(s.URL, "://") {
+		// "localhost:8080/mcp" parses as scheme "localhost", and
+		// "127.0.0.1:8080/mcp" not at all: neither error says what is
+		// missing.
+		return errors.New("http spec: URL: no scheme: begin it with http:// or https://")
+	}
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		// url.Parse's error quotes the URL whole, query and userinfo too.
