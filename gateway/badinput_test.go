@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -103,6 +104,23 @@ func TestBadInputHTTP(t *testing.T) {
 		t.Fatalf("params of the wrong type: %v", msg)
 	}
 	works()
+	// Arguments that are not an object: a result the model can read, the
+	// server never asked; as a task, an invalid-params error.
+	for _, args := range []string{`[1,2]`, `"text"`, `7`} {
+		_, msg := s.post(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"a__echo","arguments":` + args + `}}`)
+		res, _ := msg["result"].(map[string]any)
+		if res == nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "a__echo: arguments must be a JSON object") {
+			t.Fatalf("arguments %s: %v", args, msg)
+		}
+		_, msg = s.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a__echo","task":{},"arguments":` + args + `}}`)
+		if code, m := errorOf(msg); code != -32602 || !strings.Contains(m, "a__echo: arguments must be a JSON object") {
+			t.Fatalf("arguments %s of a task: %v", args, msg)
+		}
+		works()
+	}
+	if _, msg := s.post(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"a__echo","arguments":null}}`); msg["result"] == nil {
+		t.Fatalf("null arguments: %v", msg)
+	}
 	big := strings.Repeat("x", 2048)
 	for _, x := range []struct {
 		id   float64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -351,6 +352,11 @@ func (g *Gateway) callTool(ctx context.Context, req mcp.CallToolRequest, srvName
 		g.refused(string(mcp.MethodToolsCall), srvName, tool, err)
 		return nil, err
 	}
+	if err := argumentsObject(req.GetRawArguments()); err != nil {
+		// As a schema's refusal is (SEP-1303): a result the model reads
+		// and can correct, and the server is never asked.
+		return mcp.NewToolResultError(fmt.Sprintf("%s: %v", qualified, err)), nil
+	}
 	token := progressToken(req)
 	res, err := g.callRounds(ctx, req.Params.MultiRoundTripParams, token, srvName, tool, req.GetRawArguments(), invoke)
 	if token != nil || req.Params.RequestState != "" { // a later round carries the first's progress
@@ -639,4 +645,32 @@ func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
 		return nil
 	}
 	return req.Params.Meta.ProgressToken
+}
+
+// argumentsObject checks a tools/call's arguments as they were decoded:
+// absent, null or an object. Anything else ([1, 2], "text") no server's
+// input schema accepts, and the Manager would send it as it is.
+func argumentsObject(args any) error {
+	var kind string
+	switch a := args.(type) {
+	case nil, map[string]any:
+		return nil
+	case json.RawMessage: // the task front's, undecoded
+		var v any
+		if err := json.Unmarshal(a, &v); err != nil {
+			return fmt.Errorf("arguments: %w", err)
+		}
+		return argumentsObject(v)
+	case []any:
+		kind = "an array"
+	case string:
+		kind = "a string"
+	case float64:
+		kind = "a number"
+	case bool:
+		kind = "a boolean"
+	default:
+		kind = fmt.Sprintf("%T", a)
+	}
+	return fmt.Errorf("arguments must be a JSON object of named arguments, not %s", kind)
 }

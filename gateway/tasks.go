@@ -82,9 +82,10 @@ func (h *HTTPServer) serveTask(w http.ResponseWriter, r *http.Request, body []by
 			writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_REQUEST, Message: err.Error()})
 			return
 		}
-		var args any
-		if len(m.Params.Arguments) > 0 {
-			args = m.Params.Arguments
+		args, err := taskArguments(m.Params.Name, m.Params.Arguments)
+		if err != nil {
+			writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: err.Error()})
+			return
 		}
 		var opts []client.CallOption
 		if m.Params.Task != nil && m.Params.Task.TTL != nil {
@@ -273,9 +274,10 @@ func (h *HTTPServer) serveExtTask(w http.ResponseWriter, r *http.Request, body [
 			writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_REQUEST, Message: err.Error()})
 			return
 		}
-		var args any
-		if len(m.Params.Arguments) > 0 {
-			args = m.Params.Arguments
+		args, err := taskArguments(m.Params.Name, m.Params.Arguments)
+		if err != nil {
+			writeRPC(w, m.ID, nil, &mcp.JSONRPCErrorDetails{Code: mcp.INVALID_PARAMS, Message: err.Error()})
+			return
 		}
 		start := time.Now()
 		task, err := g.m.StartTask(ctx, srv, tool, args)
@@ -340,4 +342,16 @@ func extTask(in client.TaskInfo) map[string]any {
 		out["pollIntervalMilliseconds"] = in.PollInterval.Milliseconds()
 	}
 	return out
+}
+
+// taskArguments are a task's tools/call arguments as the Manager takes
+// them: nil when absent, else raw, which must be an object or null.
+func taskArguments(tool string, raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if err := argumentsObject(raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", tool, err)
+	}
+	return raw, nil
 }
