@@ -164,7 +164,7 @@ func (e *UnavailableError) Error() string {
 	msg := fmt.Sprintf("unavailable: %s (generation %d, attempt %d",
 		e.State, e.Generation, e.Attempt)
 	if !e.NextRetry.IsZero() {
-		msg += ", next retry " + e.NextRetry.Format(time.RFC3339Nano)
+		msg += ", next retry " + e.NextRetry.Format(time.RFC3339) // to the second: for a person
 	}
 	msg += ")"
 	if e.Cause != nil {

@@ -40,13 +40,17 @@ func cmdStatus(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	if inv.json {
-		return printJSON(e.stdout, st)
+		err = printJSON(e.stdout, st)
+	} else {
+		for _, l := range serveLines(st, inv.direct) {
+			fmt.Fprintln(e.stdout, l)
+		}
+		writeStatus(e.stdout, st.Servers, time.Now())
 	}
-	for _, l := range serveLines(st, inv.direct) {
-		fmt.Fprintln(e.stdout, l)
+	if err == nil && st.applyErr != nil {
+		err = errNotAsConfigured
 	}
-	writeStatus(e.stdout, st.Servers, time.Now())
-	return nil
+	return err
 }
 
 // serveLines say which serve answered a command, and which others of the
@@ -90,6 +94,12 @@ func writeStatus(w io.Writer, reports []admin.ServerReport, now time.Time) {
 	for _, r := range reports {
 		retry := "-"
 		switch {
+		case !retrying(r.State):
+			// A server that failed for good, or is off, has no retry: a
+			// slow probe of a PermanentlyFailed one is not one.
+			if r.State == "PermanentlyFailed" && r.Attempt > 0 {
+				retry = fmt.Sprintf("%d failed", r.Attempt)
+			}
 		case !r.NextRetry.IsZero() && r.NextRetry.After(now):
 			retry = fmt.Sprintf("#%d in %s", r.Attempt+1, r.NextRetry.Sub(now).Round(100*time.Millisecond))
 		case !r.NextRetry.IsZero():
@@ -116,6 +126,12 @@ func writeStatus(w io.Writer, reports []admin.ServerReport, now time.Time) {
 		}
 	}
 	t.Write(w)
+}
+
+// retrying reports whether a server in state (a report's) has retries:
+// it is connecting, first or again.
+func retrying(state string) bool {
+	return state == "Connecting" || state == "Reconnecting"
 }
 
 func firstLine(s string) string {
@@ -199,10 +215,7 @@ func cmdCall(ctx context.Context, args []string, e *env) error {
 		},
 		check: func(pos []string) error {
 			if len(pos) == 2 {
-				var obj map[string]any
-				if err := json.Unmarshal([]byte(pos[1]), &obj); err != nil {
-					return usagef("the arguments must be a JSON object: %v", err)
-				}
+				return checkArguments(pos[1])
 			}
 			return nil
 		}}, args)
@@ -212,7 +225,7 @@ func cmdCall(ctx context.Context, args []string, e *env) error {
 	defer inv.close()
 	pos := inv.args
 	var callArgs json.RawMessage
-	if len(pos) == 2 {
+	if len(pos) == 2 && strings.TrimSpace(pos[1]) != "null" { // null: no arguments, not "arguments": null
 		callArgs = json.RawMessage(pos[1])
 	}
 	if timeout > 0 {
@@ -237,17 +250,44 @@ func cmdCall(ctx context.Context, args []string, e *env) error {
 		if err := printJSON(e.stdout, res); err != nil {
 			return err
 		}
+	} else if res.IsError {
+		// The tool ran and said it failed: its words, said to be its own.
+		fmt.Fprintf(e.stderr, "mcpfleet call: tool %s returned an error: ", termSafe(pos[0], false))
+		writeResult(e.stderr, res)
 	} else {
-		out := e.stdout
-		if res.IsError {
-			out = e.stderr
-		}
-		writeResult(out, res)
+		writeResult(e.stdout, res)
 	}
 	if res.IsError {
 		return errErrorResult
 	}
 	return nil
+}
+
+// checkArguments refuses call's arguments unless they are a JSON object,
+// saying what they are instead.
+func checkArguments(arg string) error {
+	var v any
+	if err := json.Unmarshal([]byte(arg), &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return usagef("the arguments are not JSON (%v, at byte %d): give a JSON object, as '{\"path\": \"/tmp\"}'", se, se.Offset)
+		}
+		return usagef("the arguments are not JSON (%v): give a JSON object, as '{\"path\": \"/tmp\"}'", err)
+	}
+	var what string
+	switch v.(type) {
+	case nil, map[string]any: // null is no arguments, as {} is
+		return nil
+	case []any:
+		what = "an array"
+	case string:
+		what = "a string"
+	case float64:
+		what = "a number"
+	case bool:
+		what = "a boolean"
+	}
+	return usagef("the arguments must be a JSON object ({...} of names and values), not %s", what)
 }
 
 // progressText renders a progress report: "3/10 copying".
@@ -387,7 +427,7 @@ func eventLine(r admin.EventReport) string {
 		if r.Attempt > 0 {
 			fmt.Fprintf(&b, ", attempt %d", r.Attempt)
 		}
-		if !r.NextRetry.IsZero() {
+		if !r.NextRetry.IsZero() && retrying(r.To) {
 			fmt.Fprintf(&b, ", next retry in %s", time.Until(r.NextRetry).Round(time.Millisecond))
 		}
 		b.WriteString(")")

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/testkit/faultserver"
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/internal/texttable"
+	"github.com/mcpfleet/mcpfleet/store"
 )
 
 // faultEntry is a config entry running the fault server in mode, with
@@ -127,8 +130,9 @@ func TestStatusFitsWidth(t *testing.T) {
 
 // TestToolsAndCall: tools lists the fleet's tools and finds them by what
 // they do; call calls one by SERVER/TOOL or qualified name and prints its
-// text; an error result exits 1 with the text on stderr; bad arguments are
-// a usage error.
+// text; an error result exits 1 with the text on stderr, said to be the
+// tool's; arguments that are not a JSON object are a usage error that says
+// what they are.
 func TestToolsAndCall(t *testing.T) {
 	c := newCLI(t)
 	c.writeConfig(map[string]any{"files": faultEntry(faultserver.ModeNormal, nil)})
@@ -149,11 +153,23 @@ func TestToolsAndCall(t *testing.T) {
 		t.Fatalf("call --json: %d %s", code, out)
 	}
 	code, out, errOut = c.run("call", "files__echo", `{}`)
-	if code != exitError || out != "" || !strings.Contains(errOut, "text") {
+	if code != exitError || out != "" || !strings.HasPrefix(errOut, "mcpfleet call: tool files__echo returned an error: ") ||
+		!strings.Contains(errOut, "text") {
 		t.Fatalf("an error result: %d %q %q", code, out, errOut)
 	}
-	if code, _, errOut = c.run("call", "files__echo", `[1]`); code != exitUsage || !strings.Contains(errOut, "JSON object") {
-		t.Fatalf("arguments not an object: %d %q", code, errOut)
+	for arg, want := range map[string]string{
+		`[1]`:   "the arguments must be a JSON object ({...} of names and values), not an array",
+		`7`:     "not a number",
+		`"x"`:   "not a string",
+		`{"a":`: "the arguments are not JSON (unexpected end of JSON input, at byte 5)",
+	} {
+		code, _, errOut = c.run("call", "files__echo", arg)
+		if code != exitUsage || !strings.Contains(errOut, want) || strings.Contains(errOut, "Go value") {
+			t.Errorf("arguments %s: %d %q, want %q", arg, code, errOut, want)
+		}
+	}
+	if code, out, errOut = c.run("call", "files__echo", `null`); code != exitError || !strings.Contains(errOut, "returned an error") {
+		t.Fatalf("null arguments, as none: %d %q %q", code, out, errOut) // echo's text is required: its error result, no usage error
 	}
 	if code, _, errOut = c.run("call", "files__nope", `{}`); code != exitError || !strings.Contains(errOut, "nope") {
 		t.Fatalf("an unknown tool: %d %q", code, errOut)
@@ -197,6 +213,15 @@ func TestServeRefusesInsecureSetups(t *testing.T) {
 	}
 	if code, _, errOut = c.run("serve", "--no-auth", "--token", token, "--http", "127.0.0.1:0"); code != exitUsage {
 		t.Fatalf("--no-auth with --token: %d %q", code, errOut)
+	}
+	// An address that is not one is said so, before a token is made, and
+	// with no hint about flags that were not given.
+	for _, addr := range []string{"nonsense", "[::1"} {
+		code, _, errOut = c.run("serve", "--http", addr)
+		if code != exitUsage || !strings.Contains(errOut, "give HOST:PORT, or a port alone for 127.0.0.1") ||
+			strings.Contains(errOut, "--no-auth") || strings.Contains(errOut, tokenLine) {
+			t.Fatalf("--http %s: %d %q", addr, code, errOut)
+		}
 	}
 }
 
@@ -262,6 +287,42 @@ func TestLoopbackByDefault(t *testing.T) {
 	}
 }
 
+// TestStatusRetryColumn: the RETRY column shows a retry only for a server
+// that is connecting: one that failed for good says how many attempts
+// failed, though its slow probe has a time; and so do the events.
+func TestStatusRetryColumn(t *testing.T) {
+	now := time.Now()
+	reports := []admin.ServerReport{
+		{Name: "ghost", State: "PermanentlyFailed", Attempt: 1, NextRetry: now.Add(30500 * time.Millisecond)},
+		{Name: "slow", State: "Connecting", Attempt: 2, NextRetry: now.Add(1500 * time.Millisecond)},
+		{Name: "off", State: "Disabled", Attempt: 3, NextRetry: now.Add(time.Minute)},
+	}
+	var b strings.Builder
+	writeStatus(&b, reports, now)
+	rows := map[string]string{}
+	for l := range strings.SplitSeq(b.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			rows[f[0]] = l
+		}
+	}
+	if r := rows["ghost"]; strings.Contains(r, "#2") || !strings.HasSuffix(r, "1 failed") {
+		t.Errorf("a failed server's row: %q", r)
+	}
+	if r := rows["slow"]; !strings.HasSuffix(r, "#3 in 1.5s") {
+		t.Errorf("a connecting server's row: %q", r)
+	}
+	if r := rows["off"]; !strings.HasSuffix(r, "-") {
+		t.Errorf("a disabled server's row: %q", r)
+	}
+	failed := eventLine(admin.EventReport{Time: now, Server: "ghost", Kind: "state", From: "Connecting", To: "PermanentlyFailed",
+		Attempt: 1, NextRetry: now.Add(30 * time.Second)})
+	retrying := eventLine(admin.EventReport{Time: now, Server: "slow", Kind: "state", From: "Connected", To: "Reconnecting",
+		Attempt: 1, NextRetry: now.Add(30 * time.Second)})
+	if strings.Contains(failed, "next retry") || !strings.Contains(retrying, "next retry in") {
+		t.Errorf("events:\n%s\n%s", failed, retrying)
+	}
+}
+
 // TestToolsSaysWhyAServerHasNone: a server that cannot start (a command
 // not found, a newcomer's typo) is named on stderr with its cause, not
 // shown as a fleet without tools; the others' tools are listed.
@@ -280,5 +341,39 @@ func TestToolsSaysWhyAServerHasNone(t *testing.T) {
 	}
 	if strings.Contains(errOut, `server "files"`) {
 		t.Fatalf("a connected server reported: %q", errOut)
+	}
+}
+
+// TestCommandLeavesTheTaskStore: a command's own fleet keeps its tasks in
+// memory and leaves the user's task store to a serve. Before, a status or
+// a call locked it while it ran, and a serve started meanwhile found it
+// locked and kept its tasks in memory, warning that they would not outlive
+// it.
+func TestCommandLeavesTheTaskStore(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "freebsd" {
+		t.Skip("os.UserCacheDir follows XDG_CACHE_HOME on linux and freebsd only")
+	}
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	c := newCLI(t)
+	c.writeConfig(map[string]any{"files": faultEntry(faultserver.ModeNormal, nil)})
+	t.Setenv(envStateDir, c.stateDir)
+	paths, err := pathsFor(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(strings.NewReader(""), io.Discard, io.Discard, false)
+	l, err := openLocal(testCtx(t), e, c.config, paths, &commonFlags{wait: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	// What a serve's Manager does first: lock the store of client "mcpfleet".
+	unlock, err := store.NewFileTaskStore(filepath.Join(cache, "mcpfleet", "tasks", "mcpfleet")).Lock()
+	if err != nil {
+		t.Fatalf("a serve beside the command finds the task store locked: %v", err)
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
 	}
 }

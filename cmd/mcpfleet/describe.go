@@ -66,7 +66,13 @@ func findTool(tools []admin.ToolReport, name string) (admin.ToolReport, error) {
 // unknownTool returns " (did you mean …?)" when the fleet lists no tool
 // name (qualified, or SERVER/TOOL), and "" when it does or cannot say.
 func unknownTool(ctx context.Context, f fleet, name string) string {
-	tools, err := f.tools(ctx, "", 0, false)
+	var tools []admin.ToolReport
+	var err error
+	if l, ok := f.(*localFleet); ok {
+		tools, err = l.known() // no wait, and none of its notes: the call's error is what matters
+	} else {
+		tools, err = f.tools(ctx, "", 0, false)
+	}
 	if err != nil {
 		return ""
 	}

@@ -23,8 +23,8 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/client"
 	"github.com/mcpfleet/mcpfleet/internal/admin"
-	"github.com/mcpfleet/mcpfleet/internal/configfile"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
+	"github.com/mcpfleet/mcpfleet/store"
 	"github.com/mcpfleet/mcpfleet/transport/http/oauth"
 )
 
@@ -53,6 +53,10 @@ type statusReport struct {
 	// Connecting are the servers still connecting when the command's wait
 	// ended (see --wait); their cached catalogs, if any, are shown.
 	Connecting []string `json:"stillConnecting,omitempty"`
+	// applyErr is what the Apply of a command's own fleet reported (a bad
+	// entry, a required server not connected within --wait), already
+	// printed: status then exits 1.
+	applyErr error
 }
 
 // probeTimeout bounds how long a command waits for a serve's admin
@@ -154,8 +158,15 @@ type localFleet struct {
 	m  *client.Manager
 	ts *client.ToolSearch
 	// wait bounds how long status and tools wait for servers that are
-	// connecting (--wait).
-	wait time.Duration
+	// connecting (--wait); deadline is when that wait ends, counted from
+	// the Apply, whose wait for the required servers it bounds too.
+	wait     time.Duration
+	deadline time.Time
+	// applyErr is what the Apply reported (a bad entry, a required server
+	// not connected by the deadline), already printed; reported are the
+	// servers it named, which settle does not name again.
+	applyErr error
+	reported []string
 }
 
 // DefaultWait is how long status, tools and describe wait for the servers
@@ -175,14 +186,42 @@ func openLocal(ctx context.Context, e *env, config string, paths statePaths, fla
 		return nil, fmt.Errorf("the state directory: %w", err)
 	}
 	m := client.New(client.WithLogger(e.logger), client.WithTokenStore(oauth.NewFileStore(paths.tokens)),
-		client.WithCatalogCache(paths.catalogs)) // a server that hangs still shows its tools
-	l := &localFleet{e: e, m: m, wait: flags.wait}
-	actx, cancel := context.WithTimeout(ctx, configfile.DefaultApplyTimeout)
+		client.WithCatalogCache(paths.catalogs), // a server that hangs still shows its tools
+		// A command's tasks end with it (a call waits for its task's
+		// outcome): it keeps them in memory, and leaves the user's task
+		// store to a serve, which would find it locked by the command and
+		// keep its own in memory, warning, while the command ran.
+		client.WithTasks(client.TaskOptions{Store: store.NewMemoryTaskStore()}))
+	// The Apply's wait for the servers marked required is the command's
+	// wait (--wait), not a serve's Apply timeout: a required server that
+	// hangs costs a command as long as any other.
+	l := &localFleet{e: e, m: m, wait: flags.wait, deadline: time.Now().Add(flags.wait)}
+	actx, cancel := context.WithDeadline(ctx, l.deadline)
 	defer cancel()
-	if _, err := m.Apply(actx, cfg); err != nil {
-		fmt.Fprintf(e.stderr, "mcpfleet: %v\n", err) // one bad entry does not stop the others
+	if _, err := m.Apply(actx, cfg); err != nil && ctx.Err() == nil {
+		l.applyErr = err
+		for _, one := range splitErrors(err) { // one bad entry does not stop the others
+			if se := (*client.ServerError)(nil); errors.As(one, &se) && se.Server != "" {
+				l.reported = append(l.reported, se.Server)
+			}
+			fmt.Fprintln(e.stderr, "mcpfleet: "+termSafe(unprefixed(one), true))
+		}
 	}
 	return l, nil
+}
+
+// splitErrors returns the errors err joins (errors.Join), or err alone.
+func splitErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// unprefixed is err's message without the library's "mcpfleet: ", for a
+// line that carries the command's own prefix.
+func unprefixed(err error) string {
+	return strings.TrimPrefix(err.Error(), "mcpfleet: ")
 }
 
 func (l *localFleet) close() error {
@@ -192,59 +231,62 @@ func (l *localFleet) close() error {
 	return l.m.Close()
 }
 
-// settle waits, showing which, until no server is connecting for the first
-// time (a lazy server stays as it is), or until l.wait has passed; it
-// returns the servers still connecting then, having said so on stderr.
+// settle waits, showing which, until no server is connecting (for the
+// first time, or again after a loss: a lazy server stays as it is), or
+// until the command's wait has ended; it returns the servers still
+// connecting then, having said so on stderr (but for those the Apply's
+// error already named). Which servers are connecting is read from the
+// Manager at every event, not worked out from the events: what it shows
+// is what the Manager says now.
 func (l *localFleet) settle(ctx context.Context) []string {
-	statuses, _, events, cancel := l.m.Watch(0)
+	_, _, events, cancel := l.m.Watch(0)
 	defer cancel()
-	states := map[string]lifecycle.State{}
-	for _, s := range statuses {
-		states[s.Name] = s.State
-	}
-	connecting := func() []string {
-		var names []string
-		for n, s := range states {
-			if s == lifecycle.Connecting {
-				names = append(names, n)
-			}
-		}
-		slices.Sort(names)
-		return names
-	}
 	p := newProgress(l.e.stderr, l.e.tty)
-	wctx, stop := context.WithTimeout(ctx, l.wait)
+	wctx, stop := context.WithDeadline(ctx, l.deadline)
 	defer stop()
 	for {
-		names := connecting()
+		names := connectingNow(l.m.Statuses())
 		if len(names) == 0 {
 			p.end()
 			return nil
 		}
+		if wctx.Err() != nil {
+			p.end()
+			unsaid := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(l.reported, n) })
+			if ctx.Err() == nil && len(unsaid) > 0 {
+				fmt.Fprintln(l.e.stderr, termSafe(fmt.Sprintf("mcpfleet: still connecting after %s: %s (showing the tools known from before, if any; --wait to wait longer)",
+					l.wait, strings.Join(unsaid, ", ")), false))
+			}
+			return names
+		}
 		p.set(waitingFor(names))
 		select {
 		case <-wctx.Done():
-			p.end()
-			if ctx.Err() == nil {
-				fmt.Fprintln(l.e.stderr, termSafe(fmt.Sprintf("mcpfleet: still connecting after %s: %s (showing the tools known from before, if any; --wait to wait longer)",
-					l.wait, strings.Join(names, ", ")), false))
-			}
-			return names
-		case ev, ok := <-events:
+		case _, ok := <-events:
 			if !ok {
 				p.end()
 				return nil
-			}
-			if ev.Kind == client.EventState {
-				states[ev.Server] = ev.To
 			}
 		}
 	}
 }
 
+// connectingNow returns the names of the servers of statuses that are
+// connecting, first or again, sorted.
+func connectingNow(statuses []client.ServerStatus) []string {
+	var names []string
+	for _, s := range statuses {
+		if s.State == lifecycle.Connecting || s.State == lifecycle.Reconnecting {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 func (l *localFleet) status(ctx context.Context) (statusReport, error) {
 	connecting := l.settle(ctx)
-	return statusReport{Servers: admin.Reports(l.m), Connecting: connecting}, nil
+	return statusReport{Servers: admin.Reports(l.m), Connecting: connecting, applyErr: l.applyErr}, nil
 }
 
 func (l *localFleet) tools(ctx context.Context, query string, k int, schemas bool) ([]admin.ToolReport, error) {
@@ -256,12 +298,19 @@ func (l *localFleet) tools(ctx context.Context, query string, k int, schemas boo
 	return admin.ToolReports(l.m, l.ts, query, k, schemas)
 }
 
+// known returns the tools the fleet knows now, without waiting and
+// without a word on stderr.
+func (l *localFleet) known() ([]admin.ToolReport, error) {
+	return admin.ToolReports(l.m, nil, "", 0, false)
+}
+
 // unready tells stderr why each server that is neither Connected nor
 // Disabled has no tools to show: a mistake (a command not found, a wrong
 // URL) must not look like a server without tools.
 func (l *localFleet) unready() {
 	for _, st := range l.m.Statuses() {
-		if st.State == lifecycle.Connected || st.State == lifecycle.Disabled || st.State == lifecycle.Connecting {
+		switch st.State {
+		case lifecycle.Connected, lifecycle.Disabled, lifecycle.Connecting, lifecycle.Reconnecting:
 			continue // connecting: settle said so
 		}
 		line := fmt.Sprintf("mcpfleet: server %q is %v", st.Name, st.State)

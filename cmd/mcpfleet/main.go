@@ -32,6 +32,12 @@
 // comments and formatting, and have the serve read it at once.
 //
 // Run mcpfleet COMMAND -h for a command's flags.
+//
+// The exit code is 0 when the command did what it was asked, 2 for a
+// mistake in its arguments or flags, and 1 otherwise: the command failed,
+// a call's result is the tool's error, or status (without a serve) found
+// an entry of the file not applied or a server marked required not
+// connected when its wait (--wait) ended.
 package main
 
 import (
@@ -201,7 +207,7 @@ func run(ctx context.Context, args []string, e *env) int {
 			fmt.Fprintf(e.stderr, "mcpfleet %s: %v\n", args[0], err)
 		}
 		return exitUsage
-	case errors.Is(err, errErrorResult):
+	case errors.Is(err, errErrorResult), errors.Is(err, errNotAsConfigured):
 		return exitError
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return exitError
@@ -222,6 +228,12 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // errErrorResult is the error of a call whose result is an error result: it
 // was printed, and the exit code says so.
 var errErrorResult = errors.New("the tool's result is an error")
+
+// errNotAsConfigured is the error of a status whose own fleet is not what
+// its config says: an entry could not be applied, or a server marked
+// required was not connected when the wait (--wait) ended. What the Apply
+// said was printed; the exit code says so.
+var errNotAsConfigured = errors.New("the fleet is not as its config says")
 
 // commonFlags are the flags the commands share.
 type commonFlags struct {
@@ -319,7 +331,7 @@ func prepare(ctx context.Context, e *env, s cmdSpec, args []string) (*invocation
 	fs := newFlags(s.name, e, &inv.commonFlags, kinds)
 	inv.wait = defaultWait
 	if s.wait {
-		fs.DurationVar(&inv.wait, "wait", defaultWait, "how long to wait for servers still connecting before showing what is known (without a serve)")
+		fs.DurationVar(&inv.wait, "wait", defaultWait, "how long to wait for servers still connecting, required ones too, before showing what is known (without a serve)")
 	}
 	if s.flags != nil {
 		s.flags(fs)
@@ -439,11 +451,8 @@ func parseUntil(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		if n >= 0 && len(pos) >= n {
 			return append(pos, args...), nil
 		}
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{} // the flag package printed it, with the usage
+		if err := parseQuiet(fs, args); err != nil {
+			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -455,4 +464,30 @@ func parseUntil(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// parseQuiet is fs.Parse, which prints the usage for -h only: a mistyped
+// flag gets one line, with the flags it resembles and where to find them
+// all, as an unknown command does.
+func parseQuiet(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+		msg = "unknown flag --" + name + didYouMean("--"+name, names)
+	}
+	return usagef("%s; %s -h lists its flags", msg, fs.Name())
 }

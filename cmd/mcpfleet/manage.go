@@ -195,7 +195,12 @@ func setDisabled(ctx context.Context, args []string, e *env, op string, disabled
 	var c commonFlags
 	fs := manageFlags(op, e, &c)
 	var wait time.Duration
-	fs.DurationVar(&wait, "wait", defaultWait, "how long to wait for the server to connect on the serve, once enabled")
+	if disabled {
+		fs.DurationVar(&wait, "wait", defaultWait, "not used by disable, which shows the server's state once the serve has switched it off "+
+			"(its calls in flight drained first); taken so that enable's flags work here too")
+	} else {
+		fs.DurationVar(&wait, "wait", defaultWait, "how long to wait for the server to connect on the serve, once enabled")
+	}
 	name, err := oneServer(fs, args, op)
 	if err != nil {
 		return err
@@ -336,6 +341,10 @@ func cmdAdd(ctx context.Context, args []string, e *env) error {
 		return usagef("add takes a name and a command (with its arguments) or a URL")
 	}
 	name, target := pos[0], pos[1]
+	if own := ownFlags(fs, pos[2:]); len(own) > 0 {
+		fmt.Fprintf(e.stderr, "mcpfleet add: note: %s went to the server %s as its arguments; mcpfleet add's own flags go before the name\n",
+			termSafe(strings.Join(own, ", "), false), termSafe(name, false))
+	}
 	if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "/ ") || strings.Contains(name, "__") {
 		return usagef("the name %q cannot be a server's: it is empty, or has a space, a / or __ (which tool names use)", name)
 	}
@@ -418,6 +427,25 @@ func cmdAdd(ctx context.Context, args []string, e *env) error {
 		rep.State = &st
 	}
 	return ed.finish(&c, rep, fmt.Sprintf("added %s to %s", name, ed.where()))
+}
+
+// ownFlags returns the arguments of a server's command line that are
+// flags of fs (--config, -env=K=V): the server gets them, as everything
+// after its command, but the user may have meant them for mcpfleet.
+func ownFlags(fs *flag.FlagSet, args []string) []string {
+	var own []string
+	for _, a := range args {
+		name, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "-")
+		name, _, _ = strings.Cut(name, "=")
+		if name != "" && fs.Lookup(name) != nil {
+			own = append(own, a)
+		}
+	}
+	return own
 }
 
 // dialectOf returns the dialect the library reads the file's text as; the

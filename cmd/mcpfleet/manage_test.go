@@ -190,3 +190,39 @@ func TestManageInFile(t *testing.T) {
 		t.Fatal("a refused entry was written")
 	}
 }
+
+// TestAddNotesOwnFlags: a flag of add's own after the server's command
+// goes to the server, as everything there does, and add says so on
+// stderr; a command line without one gets no note.
+func TestAddNotesOwnFlags(t *testing.T) {
+	c := newCLI(t)
+	c.writeConfig(map[string]any{})
+	code, out, errOut := c.run("add", "search", "/tmp/x/demo", "--config", "mcp.json", "-wait=1s", "-v")
+	if code != exitOK || !strings.Contains(out, "added search") {
+		t.Fatalf("add: %d %q %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "note: --config, -wait=1s went to the server search as its arguments; mcpfleet add's own flags go before the name") ||
+		strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("add's note: %q", errOut)
+	}
+	if got := strings.Join(strings.Fields(c.readConfig(t)), ""); !strings.Contains(got, `"args":["--config","mcp.json","-wait=1s","-v"]`) {
+		t.Fatalf("the server's arguments are not as given:\n%s", got)
+	}
+	if code, _, errOut = c.run("add", "memory", "npx", "-y", "@modelcontextprotocol/server-memory"); code != exitOK || errOut != "" {
+		t.Fatalf("add without a flag of its own: %d %q", code, errOut)
+	}
+}
+
+// TestWaitHelp: enable's and disable's -h say what --wait does for each.
+func TestWaitHelp(t *testing.T) {
+	c := newCLI(t)
+	c.writeConfig(map[string]any{})
+	_, _, enable := c.runBare("enable", "-h")
+	_, _, disable := c.runBare("disable", "-h")
+	if !strings.Contains(enable, "to connect on the serve, once enabled") {
+		t.Errorf("enable -h:\n%s", enable)
+	}
+	if strings.Contains(disable, "once enabled") || !strings.Contains(disable, "not used by disable") {
+		t.Errorf("disable -h:\n%s", disable)
+	}
+}

@@ -134,6 +134,15 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	if f.noAuth && f.tokenFile != "" {
 		return usagef("--no-auth and --token exclude each other")
 	}
+	if f.http != "" {
+		if _, _, err := net.SplitHostPort(loopbackByDefault(f.http)); err != nil {
+			why := err.Error()
+			if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
+				why = ae.Err
+			}
+			return usagef("--http %q: %s: give HOST:PORT, or a port alone for 127.0.0.1", f.http, why)
+		}
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usagef("--log-level: %v", err)
@@ -178,8 +187,10 @@ func cmdServe(ctx context.Context, args []string, e *env) error {
 	switch {
 	case errors.Is(err, gateway.ErrTokenInClear):
 		return fmt.Errorf("%w (--tls-cert FILE --tls-key FILE; or, at your own risk, --insecure-http)", err)
-	case err != nil:
+	case errors.Is(err, gateway.ErrInsecureBind) && f.noAuth:
 		return fmt.Errorf("%w (drop --no-auth, or require client certificates: --tls-cert/--tls-key/--client-ca)", err)
+	case err != nil:
+		return err
 	}
 	return serve(ctx, e, &f, token, level)
 }

@@ -22,7 +22,7 @@ import (
 // TestServeFollowsTheConfig: a serve applies an edit of its config file
 // (a client sees the new server's tools after a list_changed), logs the
 // Apply's summary, and keeps the running fleet on an edit that does not
-// parse, logging why with the line and column.
+// parse, logging why with the line and column, once.
 func TestServeFollowsTheConfig(t *testing.T) {
 	c := newCLI(t)
 	c.writeConfig(map[string]any{"one": faultEntry(faultserver.ModeNormal, nil)})
@@ -56,6 +56,13 @@ func TestServeFollowsTheConfig(t *testing.T) {
 	res, err := d.Call(ctx, "two__echo", map[string]any{"text": "still"})
 	if err != nil || res.Text() != "still" {
 		t.Fatalf("after a bad edit: %+v %v", res, err)
+	}
+	// The edit that mends it is read after the bad one was: by then the
+	// bad one has said all it will, once.
+	c.writeConfig(map[string]any{"one": faultEntry(faultserver.ModeNormal, nil), "two": faultEntry(faultserver.ModeNormal, nil)})
+	s.waitLogs(t, `summary="no changes"`)
+	if n := strings.Count(s.Logs(), "the changed file was not applied"); n != 1 {
+		t.Fatalf("a bad edit logged %d times:\n%s", n, s.Logs())
 	}
 }
 
