@@ -70,8 +70,8 @@ func cmdInstall(_ context.Context, args []string, e *env) error {
 			command = resolved
 		}
 		if tmp, err := filepath.EvalSymlinks(os.TempDir()); err == nil && strings.HasPrefix(command, tmp+string(filepath.Separator)) {
-			return fmt.Errorf("this mcpfleet is a temporary build (%s, from go run?), gone once it exits: "+
-				"install it (go install ./cmd/mcpfleet) and run that, or give --command PATH", command)
+			return fmt.Errorf("this mcpfleet is under the temporary directory (%s: go run's build is gone once it exits, "+
+				"and the system may clean the directory): install it (go install ./cmd/mcpfleet) and run that, or give --command PATH", command)
 		}
 	}
 	en := map[string]any{"command": command, "args": []string{"serve", "--config", config}}
