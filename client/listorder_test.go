@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -49,5 +50,55 @@ func TestToolAddedRightAfterTheConnectListIsSeen(t *testing.T) {
 		rec := record(m)
 		mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
 		rec.awaitPublished(t, m, "s", "s__late", "the tool added after the connect's list")
+	})
+}
+
+// A notification stream that opens only after the connect stopped waiting
+// for it (the server was slow to answer it) is told as a reopening: the
+// lists are fetched again, and a tool added while no stream listened is
+// seen. Without it, the tool stayed unseen until the next change (this
+// file's first test failed so on a loaded machine, past the 5 s the
+// connect waits).
+func TestStreamOpenedLateRefetchesTheLists(t *testing.T) {
+	eachHTTPProtocol(t, func(t *testing.T, opts []Option) {
+		s := server.NewMCPServer("late", "1.0", server.WithToolCapabilities(true))
+		s.AddTool(mcp.NewTool("first"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("first"), nil
+		})
+		inner := server.NewStreamableHTTPServer(s, server.WithStateful(true))
+		gate := make(chan struct{})
+		var once sync.Once
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var msg struct {
+				Method string `json:"method"`
+			}
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				_ = json.Unmarshal(body, &msg)
+			}
+			if r.Method == http.MethodGet || msg.Method == "subscriptions/listen" {
+				// The stream, held until the connect listed without it.
+				select {
+				case <-gate:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			inner.ServeHTTP(w, r)
+			if msg.Method == string(mcp.MethodToolsList) {
+				// The connect lists only once it stopped waiting for the
+				// stream: the tool comes while none listens.
+				once.Do(func() {
+					s.AddTool(mcp.NewTool("late"), nil)
+					close(gate)
+				})
+			}
+		}))
+		t.Cleanup(srv.Close)
+		m := newTestManager(t, append(opts, WithHTTPOptions(mcphttp.WithStreamOpenTimeout(time.Millisecond)))...)
+		rec := record(m)
+		mustAdd(t, m, "s", ServerSpec{HTTP: &mcphttp.Spec{URL: srv.URL}})
+		rec.awaitPublished(t, m, "s", "s__late", "the tool added before the stream opened")
 	})
 }

@@ -36,7 +36,9 @@ type ServerStats struct {
 	Resumed uint64
 	// Reopened counts the times the HTTP notification stream broke off and
 	// was reopened in its session, the runtime going on (a network fault,
-	// a proxy's idle timeout). Rejoined counts the runtimes that went on
+	// a proxy's idle timeout), and the times it opened only after the
+	// runtime had listed without it (mcphttp.WithStreamOpenTimeout): both
+	// refetch the lists. Rejoined counts the runtimes that went on
 	// in the session of the runtime before them, which the server still
 	// held after it could not be reached for a while: nothing the host
 	// asked of the session was sent again.

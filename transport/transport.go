@@ -117,9 +117,10 @@ type SessionKeeper interface {
 	// the session. It is safe to call at any time, more than once.
 	KeepSession()
 	// OnStreamReopen sets f to be called each time the connection reopened
-	// its notification stream in the session after a break: what the
-	// server sent meanwhile may be lost, so the Manager refetches the
-	// lists and polls the tasks. f must be quick and must not block; it
+	// its notification stream in the session after a break, or opened it
+	// only after the connection stopped waiting for it: what the server
+	// sent meanwhile may be lost, so the Manager refetches the lists and
+	// polls the tasks. f must be quick and must not block; it
 	// is set before the transport starts.
 	OnStreamReopen(f func())
 }

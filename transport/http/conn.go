@@ -95,6 +95,10 @@ type Conn struct {
 	onResume atomic.Pointer[func()] // OnResume's callback
 	reopens  atomic.Int64           // the notification stream reopened in its session
 	onReopen atomic.Pointer[func()] // OnStreamReopen's callback
+	// gaveUp is set when Ready stopped waiting for the stream: a stream
+	// that opens after it tells OnStreamReopen's callback, since what the
+	// server sent before it opened went nowhere.
+	gaveUp atomic.Bool
 
 	// discoverFailed is why server/discover failed without the server's
 	// answer (noteDiscover); nil when it did not.
@@ -303,7 +307,11 @@ func (c *Conn) ready(ctx context.Context, cl *mcpclient.Client) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
-			c.log.Warn("mcpfleet: notification stream did not open in time; going on without waiting",
+			c.gaveUp.Store(true) // before the phase is read again: an open after it sees the flag
+			if phase, _, _ := c.stream.get(); phase != streamPending {
+				continue
+			}
+			c.log.Warn("mcpfleet: notification stream did not open in time; going on without waiting (its opening will be told as a reopening)",
 				"protocol", cl.ProtocolVersion(), "timeout", c.opts.streamOpenTimeout)
 			return nil
 		}

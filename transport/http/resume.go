@@ -129,12 +129,23 @@ func (c *Conn) reopened(cause error, replayed bool) {
 	}
 }
 
+// openedLate tells the OnStreamReopen callback that the notification
+// stream opened after Ready stopped waiting for it: the lists were fetched
+// without it, and a change announced before it opened went nowhere.
+func (c *Conn) openedLate() {
+	c.log.Info("mcpfleet: http: notification stream opened after Ready stopped waiting for it")
+	if f := c.onReopen.Load(); f != nil {
+		(*f)()
+	}
+}
+
 // OnStreamReopen sets f to be called each time the Conn reopened its
 // notification stream in its session after a break
 // (transport.SessionKeeper): notifications the server sent meanwhile may
-// be lost (see WithStreamReplay). f runs on the goroutine reading the
-// stream; it must be quick and must not block. Set it before the
-// transport starts.
+// be lost (see WithStreamReplay). It is called too when the stream first
+// opened only after Ready stopped waiting for it (WithStreamOpenTimeout),
+// for the same reason. f runs on the goroutine reading the stream; it must
+// be quick and must not block. Set it before the transport starts.
 func (c *Conn) OnStreamReopen(f func()) { c.onReopen.Store(&f) }
 
 // StreamReopens returns how many times the Conn reopened its notification

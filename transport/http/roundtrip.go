@@ -177,7 +177,9 @@ func (rt *roundTripper) stream(req *nethttp.Request) (*nethttp.Response, error) 
 	// Accepted, which mcp-go's client takes too.
 	opened := resp.StatusCode == nethttp.StatusOK || (getStream && resp.StatusCode == nethttp.StatusAccepted)
 	if opened && mediaType == "text/event-stream" {
-		c.stream.set(streamOpen, nil)
+		if c.stream.set(streamOpen, nil) && c.gaveUp.Load() {
+			c.openedLate()
+		}
 		if c.opts.maxMessage > 0 {
 			c.limitBody(resp)
 		}
