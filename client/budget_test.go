@@ -202,6 +202,12 @@ func TestNotificationBudgetKinds(t *testing.T) {
 			spec.Limits.NotificationRate = 20
 			mustAdd(t, m, "flood", spec)
 			mustWait(t, m, "flood", lifecycle.Connected)
+			if kind == "resource" {
+				// An update of a URI not subscribed to is no event.
+				if err := m.SubscribeResource(ctx, "flood", "flood://r"); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			start := time.Now()
 			sent := flood(ctx, t, m, "flood", kind, 100_000, 300*time.Millisecond)

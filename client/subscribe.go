@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/mcpfleet/mcpfleet/transport"
 
@@ -152,7 +153,11 @@ func (s *slot) resubscribe(ctx context.Context, c *mcpclient.Client) {
 
 // onResourceUpdated turns a notifications/resources/updated from l into an
 // EventResourceUpdated. It runs on the transport's goroutine and never
-// blocks; updates from a detached runtime are dropped.
+// blocks; updates from a detached runtime are dropped, and so are those of
+// a URI the host is not subscribed to (or under: a sub-resource's is
+// kept). An update can come after UnsubscribeResource returned (what the
+// reader of a superseded 2026-07-28 stream had read before its connection
+// closed), and a server may announce a URI nobody asked for.
 func (l *lease) onResourceUpdated(n mcp.JSONRPCNotification) {
 	var params mcp.ResourceUpdatedNotificationParams
 	if !decodeParams(n.Params, &params) {
@@ -162,6 +167,9 @@ func (l *lease) onResourceUpdated(n mcp.JSONRPCNotification) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l.ctx.Err() != nil {
+		return
+	}
+	if !slices.ContainsFunc(s.subsLocked(), func(sub string) bool { return strings.HasPrefix(params.URI, sub) }) {
 		return
 	}
 	s.emitLocked(Event{Kind: EventResourceUpdated, URI: params.URI})

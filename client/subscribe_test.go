@@ -1,11 +1,13 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/internal/testkit/httpserver"
 	"github.com/mcpfleet/mcpfleet/lifecycle"
@@ -105,5 +107,47 @@ func TestSubscribeModernHTTPNotOffered(t *testing.T) {
 	}
 	if st, _ := m.Status("s"); st.Generation != 1 || st.State != lifecycle.Connected {
 		t.Fatalf("status after the refusal: %+v", st)
+	}
+}
+
+// TestResourceUpdatesOnlyOfSubscriptions: an update of a URI the host is
+// not subscribed to (or no longer is) is no event; one of a subscribed URI
+// or of a sub-resource of it is. A server that announces every update to
+// every session (here: mcp-go's broadcast) shows it, and so did a
+// superseded 2026-07-28 stream read after UnsubscribeResource returned
+// (TestSubscribeWhileConnectedModernHTTP failed so, once in a loaded run).
+func TestResourceUpdatesOnlyOfSubscriptions(t *testing.T) {
+	srv := server.NewMCPServer("res", "1.0", server.WithResourceCapabilities(true, false))
+	srv.AddResource(mcp.NewResource("test://a", "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return nil, nil
+	})
+	m := newTestManager(t)
+	rec := record(m)
+	mustAdd(t, m, "s", ServerSpec{Dialer: InProcess(srv)})
+	mustWait(t, m, "s", lifecycle.Connected)
+	ctx := testCtx(t)
+	if err := m.SubscribeResource(ctx, "s", "test://a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SubscribeResource(ctx, "s", "test://gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.UnsubscribeResource(ctx, "s", "test://gone"); err != nil {
+		t.Fatal(err)
+	}
+	// In one session's order: the last is waited for, so the others
+	// were handled before it.
+	for _, uri := range []string{"test://other", "test://gone", "test://a/child", "test://a"} {
+		srv.SendNotificationToAllClients(mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri})
+	}
+	rec.wait(t, func(e Event) bool { return e.Kind == EventResourceUpdated && e.URI == "test://a" })
+	var got []string
+	for _, e := range rec.snapshot() {
+		if e.Kind == EventResourceUpdated {
+			got = append(got, e.URI)
+		}
+	}
+	if want := []string{"test://a/child", "test://a"}; !slices.Equal(got, want) {
+		t.Fatalf("updates %v, want %v", got, want)
 	}
 }

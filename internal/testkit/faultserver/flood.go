@@ -59,7 +59,10 @@ func runFlood() int {
 	// protocol.
 	//lint:ignore SA1019 the hostile server uses the deprecated requests on purpose
 	legacy := server.WithLegacyServerInitiatedRequests() //nolint:staticcheck // as above
-	s := server.NewMCPServer("mcpfleet-faultserver", "test", server.WithToolCapabilities(false), legacy)
+	// Resources can be subscribed to (the host subscribes to the URI the
+	// "resource" flood updates, or its updates are no events).
+	s := server.NewMCPServer("mcpfleet-faultserver", "test", server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(true, false), legacy)
 	s.AddTool(mcp.NewTool("echo", mcp.WithString("text", mcp.Required()),
 		mcp.WithToolAnnotation(mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)})),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
