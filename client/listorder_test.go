@@ -17,6 +17,31 @@ import (
 	mcphttp "github.com/mcpfleet/mcpfleet/transport/http"
 )
 
+// lateServer is an mcp-go server of one tool, "first", that announces
+// list changes, and its stateful streamable HTTP handler.
+func lateServer() (*server.MCPServer, *server.StreamableHTTPServer) {
+	s := server.NewMCPServer("late", "1.0", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("first"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("first"), nil
+	})
+	return s, server.NewStreamableHTTPServer(s, server.WithStateful(true))
+}
+
+// rpcMethod returns the JSON-RPC method a POST carries, and leaves its body
+// to be read again; "" for any other request.
+func rpcMethod(r *http.Request) string {
+	if r.Method != http.MethodPost {
+		return ""
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	return msg.Method
+}
+
 // A tool the server adds right after it answered the connect's tools/list
 // is announced, and the Manager lists it: the notification stream opens
 // before the lists are fetched. With the lists first, a 2026-07-28 server
@@ -25,23 +50,12 @@ import (
 // waited for it to the end of the test, once in three CI runs).
 func TestToolAddedRightAfterTheConnectListIsSeen(t *testing.T) {
 	eachHTTPProtocol(t, func(t *testing.T, opts []Option) {
-		s := server.NewMCPServer("late", "1.0", server.WithToolCapabilities(true))
-		s.AddTool(mcp.NewTool("first"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("first"), nil
-		})
-		inner := server.NewStreamableHTTPServer(s, server.WithStateful(true))
+		s, inner := lateServer()
 		var once sync.Once
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var msg struct {
-				Method string `json:"method"`
-			}
-			if r.Method == http.MethodPost {
-				body, _ := io.ReadAll(r.Body)
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				_ = json.Unmarshal(body, &msg)
-			}
+			method := rpcMethod(r)
 			inner.ServeHTTP(w, r)
-			if msg.Method == string(mcp.MethodToolsList) {
+			if method == string(mcp.MethodToolsList) {
 				once.Do(func() { s.AddTool(mcp.NewTool("late"), nil) })
 			}
 		}))
@@ -61,23 +75,12 @@ func TestToolAddedRightAfterTheConnectListIsSeen(t *testing.T) {
 // connect waits).
 func TestStreamOpenedLateRefetchesTheLists(t *testing.T) {
 	eachHTTPProtocol(t, func(t *testing.T, opts []Option) {
-		s := server.NewMCPServer("late", "1.0", server.WithToolCapabilities(true))
-		s.AddTool(mcp.NewTool("first"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("first"), nil
-		})
-		inner := server.NewStreamableHTTPServer(s, server.WithStateful(true))
+		s, inner := lateServer()
 		gate := make(chan struct{})
 		var once sync.Once
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var msg struct {
-				Method string `json:"method"`
-			}
-			if r.Method == http.MethodPost {
-				body, _ := io.ReadAll(r.Body)
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				_ = json.Unmarshal(body, &msg)
-			}
-			if r.Method == http.MethodGet || msg.Method == "subscriptions/listen" {
+			method := rpcMethod(r)
+			if r.Method == http.MethodGet || method == "subscriptions/listen" {
 				// The stream, held until the connect listed without it.
 				select {
 				case <-gate:
@@ -86,7 +89,7 @@ func TestStreamOpenedLateRefetchesTheLists(t *testing.T) {
 				}
 			}
 			inner.ServeHTTP(w, r)
-			if msg.Method == string(mcp.MethodToolsList) {
+			if method == string(mcp.MethodToolsList) {
 				// The connect lists only once it stopped waiting for the
 				// stream: the tool comes while none listens.
 				once.Do(func() {
