@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpfleet/mcpfleet/client"
+	"github.com/mcpfleet/mcpfleet/internal/jsonkind"
 	"github.com/mcpfleet/mcpfleet/llm"
 )
 
@@ -651,7 +652,6 @@ func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
 // absent, null or an object. Anything else ([1, 2], "text") no server's
 // input schema accepts, and the Manager would send it as it is.
 func argumentsObject(args any) error {
-	var kind string
 	switch a := args.(type) {
 	case nil, map[string]any:
 		return nil
@@ -661,16 +661,6 @@ func argumentsObject(args any) error {
 			return fmt.Errorf("arguments: %w", err)
 		}
 		return argumentsObject(v)
-	case []any:
-		kind = "an array"
-	case string:
-		kind = "a string"
-	case float64:
-		kind = "a number"
-	case bool:
-		kind = "a boolean"
-	default:
-		kind = fmt.Sprintf("%T", a)
 	}
-	return fmt.Errorf("arguments must be a JSON object of named arguments, not %s", kind)
+	return fmt.Errorf("arguments must be a JSON object of named arguments, not %s", jsonkind.Of(args))
 }

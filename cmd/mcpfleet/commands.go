@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpfleet/mcpfleet/internal/admin"
+	"github.com/mcpfleet/mcpfleet/internal/jsonkind"
 	"github.com/mcpfleet/mcpfleet/internal/texttable"
 )
 
@@ -274,20 +275,11 @@ func checkArguments(arg string) error {
 		}
 		return usagef("the arguments are not JSON (%v): give a JSON object, as '{\"path\": \"/tmp\"}'", err)
 	}
-	var what string
 	switch v.(type) {
 	case nil, map[string]any: // null is no arguments, as {} is
 		return nil
-	case []any:
-		what = "an array"
-	case string:
-		what = "a string"
-	case float64:
-		what = "a number"
-	case bool:
-		what = "a boolean"
 	}
-	return usagef("the arguments must be a JSON object ({...} of names and values), not %s", what)
+	return usagef("the arguments must be a JSON object ({...} of names and values), not %s", jsonkind.Of(v))
 }
 
 // progressText renders a progress report: "3/10 copying".
